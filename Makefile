@@ -1,0 +1,68 @@
+# castellan — set-up, build, run and test on Debian bookworm (as root).
+#
+#   make run    install what is missing, build, run an example exec
+#   make test   install what is missing, build, run every test (and the fuzzers briefly)
+#   make asan   the same tests under AddressSanitizer + UndefinedBehaviorSanitizer
+#   make bench  build and run the benchmarks
+
+BUILD      ?= build
+FUZZ_BUILD ?= build-fuzz
+ASAN_BUILD ?= build-asan
+JOBS       ?= $(shell nproc)
+CMAKE_FLAGS ?=
+
+DEB_PACKAGES := cmake make g++ clang pkg-config python3 \
+  libcaf-dev libasio-dev libhttp-parser-dev libseccomp-dev liburing-dev \
+  nlohmann-json3-dev libvalijson-dev libspdlog-dev libcli11-dev libcpp-httplib-dev \
+  libboost-test-dev libbenchmark-dev libssl-dev
+
+.PHONY: all deps configure build run test fuzz asan bench clean
+
+all: build
+
+# Installs only the packages that are missing; a no-op when all are there.
+deps:
+	@missing=$$(for p in $(DEB_PACKAGES); do \
+	  dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q '^install ok installed' || echo $$p; done); \
+	if [ -n "$$missing" ]; then \
+	  echo "installing:" $$missing; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; \
+	fi
+
+$(BUILD)/CMakeCache.txt: | deps
+	cmake -S . -B $(BUILD) -DCASTELLAN_WERROR=ON $(CMAKE_FLAGS)
+
+configure: deps $(BUILD)/CMakeCache.txt
+
+build: configure
+	cmake --build $(BUILD) -j $(JOBS)
+
+run: build
+	@echo '$$ build/bin/castellan exec "print(6*7)"'
+	@$(BUILD)/bin/castellan exec 'print(6*7)'
+	@echo '$$ build/bin/castellan exec --json "import sys; print(sys.version_info[:2]); raise ValueError(42)"'
+	@$(BUILD)/bin/castellan exec --json 'import sys; print(sys.version_info[:2]); raise ValueError(42)'; true
+	@echo '$$ build/bin/castellan run -- /bin/echo hi'
+	@$(BUILD)/bin/castellan run -- /bin/echo hi
+
+fuzz: deps
+	cmake -S . -B $(FUZZ_BUILD) -DCASTELLAN_FUZZ=ON -DCASTELLAN_WERROR=ON \
+	  -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_BUILD_TYPE=RelWithDebInfo
+	cmake --build $(FUZZ_BUILD) -j $(JOBS)
+	cd $(FUZZ_BUILD) && ctest --output-on-failure
+
+test: build
+	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
+	$(MAKE) fuzz
+
+asan: deps
+	cmake -S . -B $(ASAN_BUILD) -DCASTELLAN_ASAN=ON -DCASTELLAN_UBSAN=ON -DCASTELLAN_WERROR=ON \
+	  -DCASTELLAN_BUILD_BENCH=OFF -DCMAKE_BUILD_TYPE=Debug
+	cmake --build $(ASAN_BUILD) -j $(JOBS)
+	cd $(ASAN_BUILD) && ASAN_OPTIONS=detect_leaks=1 ctest --output-on-failure -j $(JOBS)
+
+bench: build
+	@for b in $(BUILD)/bin/bench_*; do echo "== $$b"; $$b || exit 1; done
+
+clean:
+	rm -rf $(BUILD) $(FUZZ_BUILD) $(ASAN_BUILD)
