@@ -1,0 +1,24 @@
+#pragma once
+
+/// @file install_layout.hpp
+/// Where castellan's helper files are: the worker binary and the Python
+/// harness, found relative to the running executable so that a build tree
+/// (build/bin, build/share) and an installed tree (bin, share) both work.
+
+#include <string>
+
+#include "ipc/result.hpp"
+
+namespace castellan::platform {
+
+struct install_layout {
+  std::string worker_binary; ///< castellan-worker
+  std::string harness;       ///< castellan_harness.py
+  std::string policies_dir;  ///< the pre-built policies (may be empty if absent)
+};
+
+/// Looks beside /proc/self/exe (and in ../bin, ../share/castellan), honouring
+/// the CASTELLAN_WORKER and CASTELLAN_HARNESS environment variables first.
+outcome<install_layout> find_install_layout();
+
+} // namespace castellan::platform
