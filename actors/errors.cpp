@@ -1,0 +1,33 @@
+#include "actors/errors.hpp"
+
+namespace castellan {
+
+std::string to_string(castellan_errc x) {
+  switch (x) {
+    case castellan_errc::invalid_request:
+      return "invalid_request";
+    case castellan_errc::no_such_pool:
+      return "no_such_pool";
+    case castellan_errc::spawn_failed:
+      return "spawn_failed";
+    case castellan_errc::policy_invalid:
+      return "policy_invalid";
+    case castellan_errc::no_such_policy:
+      return "no_such_policy";
+    case castellan_errc::io_failed:
+      return "io_failed";
+    case castellan_errc::shutting_down:
+      return "shutting_down";
+  }
+  return "castellan_errc(" + std::to_string(static_cast<int>(x)) + ")";
+}
+
+caf::error make_error(castellan_errc code, std::string what) {
+  return caf::make_error(code, std::move(what));
+}
+
+caf::error make_error(castellan_errc code, const failure& err) {
+  return caf::make_error(code, err.describe());
+}
+
+} // namespace castellan

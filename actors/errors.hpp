@@ -1,0 +1,37 @@
+#pragma once
+
+/// @file errors.hpp
+/// castellan's error codes as a CAF error category.
+
+#include <cstdint>
+#include <string>
+
+#include <caf/error.hpp>
+#include <caf/make_message.hpp>
+#include <caf/message.hpp>
+
+#include "ipc/result.hpp"
+
+namespace castellan {
+
+enum class castellan_errc : uint8_t {
+  invalid_request = 1, ///< a request names something impossible
+  no_such_pool,        ///< routed to a pool that does not exist
+  spawn_failed,        ///< a worker could not be started
+  policy_invalid,      ///< a policy failed validation
+  no_such_policy,      ///< a named policy is not loaded
+  io_failed,           ///< a file or socket operation failed
+  shutting_down,       ///< the actor is stopping
+};
+
+std::string to_string(castellan_errc x);
+
+/// A `caf::error` of our category with `what` as its context.
+caf::error make_error(castellan_errc code, std::string what);
+
+/// Converts a failure of the CAF-free layers.
+caf::error make_error(castellan_errc code, const failure& err);
+
+} // namespace castellan
+
+CAF_ERROR_CODE_ENUM(castellan::castellan_errc, "castellan")

@@ -1,0 +1,25 @@
+#pragma once
+
+/// @file exec_json.hpp
+/// The JSON form of an exec result — what `castellan exec --json` prints and
+/// what the daemon's API returns.
+
+#include <nlohmann/json.hpp>
+
+#include "actors/exec_messages.hpp"
+
+namespace castellan {
+
+/// `{"exec_id", "exit_code", "error_class", "stdout", "stderr", "stdout_truncated",
+///   "stderr_truncated", "exception": {…} | null, "events": […],
+///   "timing": {"queue_us", "run_us"}, "usage": {"cpu_us", "peak_memory_bytes"},
+///   "worker_id", "detail"}`
+nlohmann::json to_json(const exec_result& r);
+
+nlohmann::json to_json(const policy_event& e);
+
+/// Serialises without throwing on output that is not valid UTF-8 (invalid
+/// bytes become U+FFFD): code output is arbitrary bytes.
+std::string dump_json(const nlohmann::json& j, int indent = -1);
+
+} // namespace castellan

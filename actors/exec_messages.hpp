@@ -1,0 +1,168 @@
+#pragma once
+
+/// @file exec_messages.hpp
+/// The messages of the exec path: a request, its result, worker state events
+/// and status snapshots. Plain structs with `inspect()`, so they cross nodes.
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <caf/meta/type_name.hpp>
+
+namespace castellan {
+
+/// How an exec ended. The exit code says what the code did; this says what
+/// castellan did about it.
+enum class error_class : uint8_t {
+  ok,             ///< ran to the end (exit code may still be non-zero)
+  exception,      ///< an uncaught exception
+  timeout,        ///< deadline reached, worker killed, exit code 124
+  cancelled,      ///< cancelled by request, worker killed, exit code 125
+  limit_exceeded, ///< a limit refused the request before it ran
+  policy_kill,    ///< an optimistic check failed and the worker was killed
+  oom,            ///< the worker's memory limit was hit
+  worker_lost,    ///< the worker died or broke the wire protocol
+  busy,           ///< the pool's queue was full
+};
+
+/// The wire name ("ok", "exception", …).
+std::string to_string(error_class x);
+/// Parses a wire name; false if unknown.
+bool from_string(std::string_view name, error_class& out);
+
+/// The uncaught exception of an exec, as the interpreter reported it.
+struct exception_info {
+  std::string type;
+  std::string message;
+  std::string traceback;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, exception_info& x) {
+  return f(caf::meta::type_name("exception_info"), x.type, x.message, x.traceback);
+}
+
+/// Where an exec's time went, in microseconds.
+struct exec_timing {
+  uint64_t queue_us = 0; ///< from arrival at the pool to dispatch to a worker
+  uint64_t run_us = 0;   ///< from dispatch to the result
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, exec_timing& x) {
+  return f(caf::meta::type_name("exec_timing"), x.queue_us, x.run_us);
+}
+
+/// What an exec consumed (from the worker's cgroup where there is one).
+struct resource_usage {
+  uint64_t cpu_us = 0;
+  uint64_t peak_memory_bytes = 0;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, resource_usage& x) {
+  return f(caf::meta::type_name("resource_usage"), x.cpu_us, x.peak_memory_bytes);
+}
+
+/// A security-relevant event that happened during one exec (a denial, a
+/// warning, an optimistic-read kill); attached to the exec's result.
+struct policy_event {
+  std::string kind;     ///< "syscall_denied", "policy_warning", "optimistic_violation"
+  std::string syscall;  ///< e.g. "openat", or the wire check ("FS_WRITE")
+  std::string target;   ///< the path or address
+  std::string decision; ///< "deny", "warn", "kill"
+  std::string rule;     ///< JSON pointer of the deciding rule, or "default"
+  int32_t pid = 0;
+  int64_t timestamp_ns = 0; ///< CLOCK_REALTIME
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, policy_event& x) {
+  return f(caf::meta::type_name("policy_event"), x.kind, x.syscall, x.target, x.decision,
+           x.rule, x.pid, x.timestamp_ns);
+}
+
+/// Run Python `code`, or, when `argv` is not empty, the command `argv`.
+struct exec_request {
+  uint64_t exec_id = 0;    ///< 0: the supervisor assigns one
+  std::string code;        ///< Python source (code mode)
+  std::vector<std::string> argv; ///< program and arguments (command mode)
+  uint64_t timeout_ms = 0; ///< 0: the pool's default
+  std::string pool;        ///< empty: the default pool
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, exec_request& x) {
+  return f(caf::meta::type_name("exec_request"), x.exec_id, x.code, x.argv, x.timeout_ms,
+           x.pool);
+}
+
+/// Everything castellan knows about one finished exec.
+struct exec_result {
+  uint64_t exec_id = 0;
+  int32_t exit_code = 0;
+  error_class error = error_class::ok;
+  std::string stdout_data;
+  std::string stderr_data;
+  bool stdout_truncated = false;
+  bool stderr_truncated = false;
+  bool has_exception = false;
+  exception_info exception; ///< valid when has_exception
+  std::vector<policy_event> events;
+  exec_timing timing;
+  resource_usage usage;
+  uint64_t worker_id = 0;
+  std::string detail; ///< castellan's own explanation (busy, worker_lost, …)
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, exec_result& x) {
+  return f(caf::meta::type_name("exec_result"), x.exec_id, x.exit_code, x.error, x.stdout_data,
+           x.stderr_data, x.stdout_truncated, x.stderr_truncated, x.has_exception, x.exception,
+           x.events, x.timing, x.usage, x.worker_id, x.detail);
+}
+
+/// A worker's life: starting → ready → running → ready … → stopped.
+enum class worker_state : uint8_t { starting, ready, running, stopped };
+
+std::string to_string(worker_state x);
+
+/// Published by the supervisor to its subscribers on every state transition.
+struct worker_state_event {
+  std::string pool;
+  uint64_t worker_id = 0;
+  int32_t pid = 0;
+  worker_state state = worker_state::starting;
+  std::string reason;       ///< why it stopped (recycled, killed, crashed, …)
+  int64_t timestamp_ns = 0; ///< CLOCK_REALTIME
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, worker_state_event& x) {
+  return f(caf::meta::type_name("worker_state_event"), x.pool, x.worker_id, x.pid, x.state,
+           x.reason, x.timestamp_ns);
+}
+
+/// A pool's occupancy and counters at one instant.
+struct pool_status {
+  std::string name;
+  uint32_t size = 0;        ///< workers alive (any state)
+  uint32_t idle = 0;
+  uint32_t busy = 0;
+  uint32_t starting = 0;
+  uint32_t queued = 0;
+  uint32_t queue_limit = 0;
+  uint64_t spawned = 0;
+  uint64_t completed = 0;
+  uint64_t lost = 0;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, pool_status& x) {
+  return f(caf::meta::type_name("pool_status"), x.name, x.size, x.idle, x.busy, x.starting,
+           x.queued, x.queue_limit, x.spawned, x.completed, x.lost);
+}
+
+} // namespace castellan

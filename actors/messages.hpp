@@ -1,0 +1,92 @@
+#pragma once
+
+/// @file messages.hpp
+/// castellan's one type-id block: every message type and atom that actors
+/// exchange. Both peers of a cluster must register the same block
+/// (`cfg.add_message_types<caf::id_block::castellan>()`), so keep additions at
+/// the end of their section and never reorder.
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <caf/type_id.hpp>
+
+#include "actors/exec_messages.hpp"
+#include "actors/errors.hpp"
+// -- per-actor message headers (policy, audit, telemetry, …) -------------------
+// [messages-includes]
+#include "actors/policy/policy_messages.hpp"
+#include "actors/audit/audit_messages.hpp"
+#include "actors/telemetry/telemetry_messages.hpp"
+
+CAF_BEGIN_TYPE_ID_BLOCK(castellan, caf::first_custom_type_id)
+
+  // -- exec path ---------------------------------------------------------------
+  CAF_ADD_TYPE_ID(castellan, (castellan::error_class))
+  CAF_ADD_TYPE_ID(castellan, (castellan::exception_info))
+  CAF_ADD_TYPE_ID(castellan, (castellan::exec_timing))
+  CAF_ADD_TYPE_ID(castellan, (castellan::resource_usage))
+  CAF_ADD_TYPE_ID(castellan, (castellan::policy_event))
+  CAF_ADD_TYPE_ID(castellan, (castellan::exec_request))
+  CAF_ADD_TYPE_ID(castellan, (castellan::exec_result))
+  CAF_ADD_TYPE_ID(castellan, (castellan::worker_state))
+  CAF_ADD_TYPE_ID(castellan, (castellan::worker_state_event))
+  CAF_ADD_TYPE_ID(castellan, (castellan::pool_status))
+  CAF_ADD_TYPE_ID(castellan, (std::vector<castellan::pool_status>))
+
+  CAF_ADD_ATOM(castellan, castellan, exec_atom, "exec")
+  CAF_ADD_ATOM(castellan, castellan, cancel_atom, "cancel")
+  CAF_ADD_ATOM(castellan, castellan, status_atom, "status")
+  CAF_ADD_ATOM(castellan, castellan, subscribe_atom, "subscribe")
+  CAF_ADD_ATOM(castellan, castellan, unsubscribe_atom, "unsubscr")
+  CAF_ADD_ATOM(castellan, castellan, doorbell_atom, "doorbell")
+  CAF_ADD_ATOM(castellan, castellan, exited_atom, "exited")
+  CAF_ADD_ATOM(castellan, castellan, shutdown_atom, "shutdown")
+  CAF_ADD_ATOM(castellan, castellan, refill_atom, "refill")
+  CAF_ADD_ATOM(castellan, castellan, deadline_atom, "deadline")
+  CAF_ADD_ATOM(castellan, castellan, get_pool_atom, "get_pool")
+
+  // -- policy (actors/policy) --------------------------------------------------
+  // [messages-policy]
+  CAF_ADD_TYPE_ID(castellan, (castellan::policy_snapshot))
+  CAF_ADD_TYPE_ID(castellan, (castellan::fs_check))
+  CAF_ADD_TYPE_ID(castellan, (castellan::net_check))
+  CAF_ADD_TYPE_ID(castellan, (castellan::exec_check))
+  CAF_ADD_TYPE_ID(castellan, (castellan::policy_decision))
+  CAF_ADD_TYPE_ID(castellan, (castellan::policy_rejected))
+  CAF_ADD_TYPE_ID(castellan, (castellan::policy_updated))
+  CAF_ADD_TYPE_ID(castellan, (castellan::policy_status))
+  CAF_ADD_TYPE_ID(castellan, (castellan::policy_file_event))
+  CAF_ADD_ATOM(castellan, castellan, policy_get_atom, "pol_get")
+  CAF_ADD_ATOM(castellan, castellan, policy_list_atom, "pol_list")
+  CAF_ADD_ATOM(castellan, castellan, policy_put_atom, "pol_put")
+  CAF_ADD_ATOM(castellan, castellan, policy_reload_atom, "pol_reload")
+
+  // -- audit (actors/audit) ----------------------------------------------------
+  // [messages-audit]
+  CAF_ADD_TYPE_ID(castellan, (castellan::exec_started))
+  CAF_ADD_TYPE_ID(castellan, (castellan::exec_finished))
+  CAF_ADD_TYPE_ID(castellan, (castellan::security_event))
+  CAF_ADD_TYPE_ID(castellan, (castellan::worker_lost_event))
+  CAF_ADD_TYPE_ID(castellan, (castellan::policy_rejection))
+  CAF_ADD_TYPE_ID(castellan, (castellan::connection_record))
+  CAF_ADD_TYPE_ID(castellan, (castellan::audit_config))
+  CAF_ADD_TYPE_ID(castellan, (castellan::audit_filter))
+  CAF_ADD_TYPE_ID(castellan, (castellan::audit_entry))
+  CAF_ADD_TYPE_ID(castellan, (castellan::audit_stats))
+  CAF_ADD_ATOM(castellan, castellan, audit_flush_atom, "aflush")
+  CAF_ADD_ATOM(castellan, castellan, audit_tick_atom, "atick")
+
+  // -- telemetry (actors/telemetry) ---------------------------------------------
+  // [messages-telemetry]
+  CAF_ADD_TYPE_ID(castellan, (castellan::exec_observation))
+  CAF_ADD_TYPE_ID(castellan, (castellan::worker_usage))
+  CAF_ADD_TYPE_ID(castellan, (castellan::worker_retired))
+  CAF_ADD_TYPE_ID(castellan, (castellan::counter_increment))
+  CAF_ADD_TYPE_ID(castellan, (castellan::mediated_syscall))
+  CAF_ADD_TYPE_ID(castellan, (castellan::ring_fill))
+  CAF_ADD_ATOM(castellan, castellan, metrics_atom, "metrics")
+  CAF_ADD_ATOM(castellan, castellan, summary_atom, "summary")
+
+CAF_END_TYPE_ID_BLOCK(castellan)

@@ -1,0 +1,60 @@
+#include "actors/pool/exec_assembly.hpp"
+
+#include <limits>
+
+#include <nlohmann/json.hpp>
+
+namespace castellan {
+
+void append_capped(std::string& out, bool& truncated, std::string_view chunk, uint64_t limit) {
+  const uint64_t room = out.size() >= limit ? 0 : limit - out.size();
+  if (chunk.size() > room) {
+    truncated = true;
+    chunk = chunk.substr(0, static_cast<std::size_t>(room));
+  }
+  out.append(chunk.data(), chunk.size());
+}
+
+namespace {
+
+outcome<std::string> string_field(const nlohmann::json& obj, const char* key) {
+  auto it = obj.find(key);
+  if (it == obj.end() || it->is_null())
+    return std::string{};
+  if (!it->is_string())
+    return logic_failure(std::string("RESULT: exception.") + key + " is not a string");
+  return it->get<std::string>();
+}
+
+} // namespace
+
+outcome<void> apply_result_payload(std::string_view payload, exec_result& result) {
+  auto doc = nlohmann::json::parse(payload.begin(), payload.end(), nullptr, false);
+  if (doc.is_discarded() || !doc.is_object())
+    return logic_failure("RESULT: payload is not a JSON object");
+  auto code = doc.find("exit_code");
+  if (code == doc.end() || !code->is_number_integer())
+    return logic_failure("RESULT: exit_code missing or not an integer");
+  const auto value = code->get<int64_t>();
+  if (value < std::numeric_limits<int32_t>::min() || value > std::numeric_limits<int32_t>::max())
+    return logic_failure("RESULT: exit_code " + std::to_string(value) + " out of range");
+  result.exit_code = static_cast<int32_t>(value);
+  result.error = error_class::ok;
+  auto exc = doc.find("exception");
+  if (exc == doc.end() || exc->is_null())
+    return {};
+  if (!exc->is_object())
+    return logic_failure("RESULT: exception is neither null nor an object");
+  auto type = string_field(*exc, "type");
+  auto message = string_field(*exc, "message");
+  auto traceback = string_field(*exc, "traceback");
+  for (auto* f : {&type, &message, &traceback})
+    if (!*f)
+      return f->error();
+  result.has_exception = true;
+  result.exception = exception_info{std::move(*type), std::move(*message), std::move(*traceback)};
+  result.error = error_class::exception;
+  return {};
+}
+
+} // namespace castellan

@@ -1,0 +1,508 @@
+/// @file pool_actor.cpp
+/// The pool's state machine. A worker is `starting` until it sends READY,
+/// then alternates `ready` (in the idle queue) and `running` (one exec), and
+/// is `stopped` once its process has exited and been reaped. The pool
+/// releases a worker's fds only after that exit, so the event source never
+/// polls a recycled fd number.
+
+#include "actors/pool/pool_actor.hpp"
+
+#include <time.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <deque>
+#include <map>
+#include <memory>
+#include <optional>
+
+#include <caf/all.hpp>
+#include <spdlog/spdlog.h>
+
+#include "actors/pool/exec_assembly.hpp"
+#include "actors/pool/worker_channel.hpp"
+#include "actors/pool/worker_event_source.hpp"
+#include "platform/install_layout.hpp"
+
+namespace castellan {
+
+namespace {
+
+using clock_type = std::chrono::steady_clock;
+
+/// Exit codes castellan reports for executions it ended itself.
+constexpr int32_t timeout_exit_code = 124;
+constexpr int32_t refused_exit_code = 1;
+
+/// Backoff after a worker fails to start, so a broken interpreter does not
+/// turn into a fork loop.
+constexpr auto spawn_retry_delay = std::chrono::milliseconds(500);
+
+int64_t now_ns() {
+  timespec ts;
+  ::clock_gettime(CLOCK_REALTIME, &ts);
+  return int64_t{ts.tv_sec} * 1'000'000'000 + ts.tv_nsec;
+}
+
+uint64_t micros(clock_type::duration d) {
+  return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::microseconds>(d).count());
+}
+
+struct pending_exec {
+  exec_request req;
+  caf::typed_response_promise<exec_result> rp;
+  clock_type::time_point arrived;
+  clock_type::time_point dispatched;
+  exec_result result;
+  uint32_t request_id = 0;
+  uint64_t serial = 0; ///< unique per dispatch: what the deadline refers to
+};
+
+struct worker_slot {
+  std::unique_ptr<worker_channel> ch;
+  worker_state state = worker_state::starting;
+  std::optional<pending_exec> current;
+  uint32_t next_request_id = 1;
+  uint32_t execs = 0;
+  bool killed = false;  ///< we sent SIGKILL; waiting for the exit
+  std::string stop_reason;
+};
+
+struct pool_state {
+  static inline const char* name = "castellan.pool";
+
+  pool_config cfg;
+  std::map<uint64_t, worker_slot> workers;
+  std::deque<uint64_t> idle;
+  std::deque<pending_exec> queue;
+  uint64_t next_worker_id = 1;
+  uint64_t next_exec_id = 1;
+  uint64_t next_serial = 1;
+  uint64_t spawned = 0;
+  uint64_t completed = 0;
+  uint64_t lost = 0;
+  uint32_t spawn_failures = 0; ///< consecutive
+  bool refill_scheduled = false;
+  bool shutting_down = false;
+  std::string last_spawn_error;
+  // Declared last, destroyed first: the thread is joined before the worker
+  // fds it polls are closed.
+  std::unique_ptr<worker_event_source> events;
+};
+
+using pool_ptr = pool_actor::stateful_pointer<pool_state>;
+
+void publish(pool_ptr self, uint64_t id, const worker_slot& slot, std::string reason = {}) {
+  if (!self->state.cfg.listener)
+    return;
+  worker_state_event ev;
+  ev.pool = self->state.cfg.name;
+  ev.worker_id = id;
+  ev.pid = slot.ch ? slot.ch->pid() : 0;
+  ev.state = slot.state;
+  ev.reason = std::move(reason);
+  ev.timestamp_ns = now_ns();
+  self->send(self->state.cfg.listener, std::move(ev));
+}
+
+void finish(pool_ptr self, pending_exec& p) {
+  p.result.timing.run_us = micros(clock_type::now() - p.dispatched);
+  p.rp.deliver(std::move(p.result));
+  ++self->state.completed;
+}
+
+/// Answers a request that never reached a worker.
+void refuse(pending_exec& p, error_class cls, std::string detail) {
+  p.result.error = cls;
+  p.result.exit_code = refused_exit_code;
+  p.result.detail = std::move(detail);
+  p.result.timing.queue_us = micros(clock_type::now() - p.arrived);
+  p.rp.deliver(std::move(p.result));
+}
+
+void schedule_refill(pool_ptr self);
+
+/// Starts one worker in the background (it reports READY on its doorbell).
+void spawn_one(pool_ptr self) {
+  auto& st = self->state;
+  const uint64_t id = st.next_worker_id++;
+  auto ch = worker_channel::start(id, st.cfg);
+  if (!ch) {
+    st.last_spawn_error = ch.error().describe();
+    ++st.spawn_failures;
+    spdlog::error("pool {}: {}", st.cfg.name, st.last_spawn_error);
+    schedule_refill(self);
+    return;
+  }
+  ++st.spawned;
+  st.events->watch(id, (*ch)->doorbell_fd(), (*ch)->pidfd());
+  auto& slot = st.workers[id];
+  slot.ch = std::move(*ch);
+  publish(self, id, slot);
+}
+
+/// Brings the number of live workers back to the configured size.
+void refill(pool_ptr self) {
+  auto& st = self->state;
+  if (st.shutting_down)
+    return;
+  // After repeated failures, wait for the delayed refill instead of retrying
+  // on every exit.
+  if (st.spawn_failures > 0 && st.refill_scheduled)
+    return;
+  while (st.workers.size() < st.cfg.size && !st.refill_scheduled)
+    spawn_one(self);
+}
+
+void schedule_refill(pool_ptr self) {
+  auto& st = self->state;
+  if (st.refill_scheduled)
+    return;
+  st.refill_scheduled = true;
+  self->delayed_send(self, spawn_retry_delay, refill_atom::value);
+  // No worker can start: fail the queue instead of letting it wait forever.
+  if (st.workers.empty()) {
+    while (!st.queue.empty()) {
+      refuse(st.queue.front(), error_class::worker_lost,
+             "no worker could be started: " + st.last_spawn_error);
+      st.queue.pop_front();
+    }
+  }
+}
+
+/// Kills worker `id`. The exec it was running (if any) is answered now with
+/// `cls`; the slot goes away when the process exit is observed.
+void terminate(pool_ptr self, uint64_t id, worker_slot& slot, error_class cls, int32_t exit_code,
+               std::string detail) {
+  if (slot.current) {
+    auto& p = *slot.current;
+    p.result.error = cls;
+    p.result.exit_code = exit_code;
+    p.result.detail = detail;
+    finish(self, p);
+    slot.current.reset();
+  }
+  auto& idle = self->state.idle;
+  idle.erase(std::remove(idle.begin(), idle.end(), id), idle.end());
+  if (!slot.killed) {
+    slot.killed = true;
+    slot.stop_reason = std::move(detail);
+    slot.ch->kill();
+  }
+}
+
+void start_exec(pool_ptr self, uint64_t id, worker_slot& slot, pending_exec p) {
+  p.dispatched = clock_type::now();
+  p.result.timing.queue_us = micros(p.dispatched - p.arrived);
+  p.result.worker_id = id;
+  p.request_id = slot.next_request_id++;
+  p.serial = self->state.next_serial++;
+  outcome<void> sent;
+  if (p.req.argv.empty()) {
+    sent = slot.ch->send(ipc::message_type::code, p.request_id, p.req.code);
+  } else {
+    std::string argv;
+    for (const auto& a : p.req.argv) {
+      argv += a;
+      argv.push_back('\0');
+    }
+    sent = slot.ch->send(ipc::message_type::command, p.request_id, argv);
+  }
+  if (!sent) {
+    // The request never ran: put it back at the head of the queue.
+    self->state.queue.push_front(std::move(p));
+    terminate(self, id, slot, error_class::worker_lost, refused_exit_code,
+              "worker " + std::to_string(id) + ": " + sent.error().describe());
+    return;
+  }
+  const uint64_t timeout_ms = p.req.timeout_ms ? p.req.timeout_ms : self->state.cfg.default_timeout_ms;
+  const uint64_t serial = p.serial;
+  slot.current = std::move(p);
+  slot.state = worker_state::running;
+  publish(self, id, slot);
+  self->delayed_send(self, std::chrono::milliseconds(timeout_ms), deadline_atom::value, id,
+                     serial);
+}
+
+/// Hands queued requests to idle workers.
+void dispatch(pool_ptr self) {
+  auto& st = self->state;
+  while (!st.queue.empty() && !st.idle.empty()) {
+    const uint64_t id = st.idle.front();
+    st.idle.pop_front();
+    auto it = st.workers.find(id);
+    if (it == st.workers.end() || it->second.state != worker_state::ready || it->second.killed)
+      continue;
+    pending_exec p = std::move(st.queue.front());
+    st.queue.pop_front();
+    start_exec(self, id, it->second, std::move(p));
+  }
+}
+
+/// A worker finished its exec: back to the idle queue, or retired.
+void complete(pool_ptr self, uint64_t id, worker_slot& slot) {
+  finish(self, *slot.current);
+  slot.current.reset();
+  ++slot.execs;
+  auto& st = self->state;
+  if (st.cfg.recycle_after != 0 && slot.execs >= st.cfg.recycle_after) {
+    terminate(self, id, slot, error_class::ok, 0, "recycled after " + std::to_string(slot.execs) +
+                                                    " execs");
+    return;
+  }
+  slot.state = worker_state::ready;
+  publish(self, id, slot);
+  st.idle.push_back(id);
+}
+
+/// Handles one frame; a failure means the worker broke the protocol.
+outcome<void> on_frame(pool_ptr self, uint64_t id, worker_slot& slot, ipc::frame& f) {
+  using ipc::message_type;
+  auto& cfg = self->state.cfg;
+  switch (f.type) {
+    case message_type::ready:
+      if (slot.state != worker_state::starting)
+        return logic_failure("READY while " + to_string(slot.state));
+      slot.state = worker_state::ready;
+      self->state.spawn_failures = 0;
+      publish(self, id, slot);
+      self->state.idle.push_back(id);
+      return {};
+    case message_type::stdout_data:
+    case message_type::stderr_data: {
+      if (!slot.current || f.request_id != slot.current->request_id)
+        return {}; // late output of an exec already answered
+      auto& r = slot.current->result;
+      if (f.type == message_type::stdout_data)
+        append_capped(r.stdout_data, r.stdout_truncated, f.payload, cfg.stdout_limit);
+      else
+        append_capped(r.stderr_data, r.stderr_truncated, f.payload, cfg.stderr_limit);
+      return {};
+    }
+    case message_type::result: {
+      if (!slot.current || f.request_id != slot.current->request_id)
+        return logic_failure("RESULT for request " + std::to_string(f.request_id) +
+                             " that is not running");
+      if (auto ok = apply_result_payload(f.payload, slot.current->result); !ok)
+        return ok;
+      complete(self, id, slot);
+      return {};
+    }
+    case message_type::state:
+    case message_type::warn:
+      spdlog::debug("pool {}: worker {}: {} {}", cfg.name, id, to_string(f.type), f.payload);
+      return {};
+    case message_type::fs_read:
+    case message_type::fs_write:
+    case message_type::net_connect:
+    case message_type::exec:
+    case message_type::listdir:
+      // This pool mediates through the kernel (seccomp notify) rather than
+      // worker hooks; a hook request is answered with a denial so a worker
+      // that asks never proceeds on its own.
+      return slot.ch->send(message_type::deny, f.request_id,
+                           "pool " + cfg.name + " does not serve worker-side policy checks");
+    default:
+      return logic_failure(std::string("unexpected frame type ") + std::string(to_string(f.type)));
+  }
+}
+
+void on_doorbell(pool_ptr self, uint64_t id) {
+  auto& st = self->state;
+  auto it = st.workers.find(id);
+  if (it == st.workers.end() || it->second.killed)
+    return;
+  auto& slot = it->second;
+  for (;;) {
+    auto rd = slot.ch->receive();
+    if (rd.status == ipc::ring_status::empty)
+      break;
+    outcome<void> ok;
+    if (rd.status == ipc::ring_status::ok)
+      ok = on_frame(self, id, slot, rd.value);
+    else
+      ok = logic_failure(rd.error.empty() ? std::string("corrupt ring") : rd.error);
+    if (!ok) {
+      spdlog::warn("pool {}: worker {} broke the protocol: {}", st.cfg.name, id,
+                   ok.error().describe());
+      ++st.lost;
+      terminate(self, id, slot, error_class::worker_lost, refused_exit_code,
+                "worker " + std::to_string(id) + " broke the protocol: " + ok.error().describe());
+      break;
+    }
+    if (slot.killed)
+      break;
+  }
+  dispatch(self);
+}
+
+void on_exited(pool_ptr self, uint64_t id) {
+  auto& st = self->state;
+  auto it = st.workers.find(id);
+  if (it == st.workers.end())
+    return;
+  auto& slot = it->second;
+  std::string how = slot.ch->reap();
+  if (slot.current) {
+    ++st.lost;
+    terminate(self, id, slot, error_class::worker_lost, refused_exit_code,
+              "worker " + std::to_string(id) + " " + how + " during the exec");
+  }
+  if (slot.state == worker_state::starting && !slot.killed) {
+    st.last_spawn_error = "worker " + std::to_string(id) + " " + how + " before it was ready";
+    ++st.spawn_failures;
+    spdlog::error("pool {}: {}", st.cfg.name, st.last_spawn_error);
+  }
+  st.events->unwatch(id);
+  slot.state = worker_state::stopped;
+  publish(self, id, slot, slot.stop_reason.empty() ? how : slot.stop_reason + " (" + how + ")");
+  auto& idle = st.idle;
+  idle.erase(std::remove(idle.begin(), idle.end(), id), idle.end());
+  st.workers.erase(it);
+  if (st.spawn_failures > 0)
+    schedule_refill(self);
+  else
+    refill(self);
+}
+
+pool_status make_status(pool_ptr self) {
+  auto& st = self->state;
+  pool_status s;
+  s.name = st.cfg.name;
+  for (auto& [id, slot] : st.workers) {
+    ++s.size;
+    switch (slot.state) {
+      case worker_state::starting:
+        ++s.starting;
+        break;
+      case worker_state::ready:
+        ++s.idle;
+        break;
+      case worker_state::running:
+        ++s.busy;
+        break;
+      case worker_state::stopped:
+        break;
+    }
+  }
+  s.queued = static_cast<uint32_t>(st.queue.size());
+  s.queue_limit = st.cfg.queue_limit;
+  s.spawned = st.spawned;
+  s.completed = st.completed;
+  s.lost = st.lost;
+  return s;
+}
+
+pool_actor::behavior_type pool_impl(pool_ptr self, pool_config cfg) {
+  auto& st = self->state;
+  st.cfg = std::move(cfg);
+  auto events = worker_event_source::start(caf::actor_cast<caf::strong_actor_ptr>(self));
+  if (events) {
+    st.events = std::move(*events);
+    refill(self);
+  } else {
+    // Without its event source the pool can never hear from a worker: quit
+    // before the first message, and let the supervisor report the failure.
+    spdlog::critical("pool {}: {}", st.cfg.name, events.error().describe());
+    self->quit(make_error(castellan_errc::spawn_failed, events.error()));
+  }
+  return {
+    [=](exec_atom, exec_request& req) -> caf::result<exec_result> {
+      auto& s = self->state;
+      if (req.code.empty() && req.argv.empty())
+        return make_error(castellan_errc::invalid_request, "exec: neither code nor argv given");
+      pending_exec p;
+      p.rp = self->make_response_promise<exec_result>();
+      p.arrived = clock_type::now();
+      if (req.exec_id == 0)
+        req.exec_id = s.next_exec_id++;
+      p.result.exec_id = req.exec_id;
+      if (req.code.size() > s.cfg.code_limit) {
+        refuse(p, error_class::limit_exceeded,
+               "code is " + std::to_string(req.code.size()) + " bytes; the limit is " +
+                 std::to_string(s.cfg.code_limit));
+        return p.rp;
+      }
+      if (s.shutting_down) {
+        refuse(p, error_class::worker_lost, "pool " + s.cfg.name + " is shutting down");
+        return p.rp;
+      }
+      if (s.queue.size() >= s.cfg.queue_limit) {
+        refuse(p, error_class::busy,
+               "pool " + s.cfg.name + " has " + std::to_string(s.queue.size()) +
+                 " requests queued (limit " + std::to_string(s.cfg.queue_limit) + ")");
+        return p.rp;
+      }
+      p.req = std::move(req);
+      auto rp = p.rp;
+      s.queue.push_back(std::move(p));
+      dispatch(self);
+      return rp;
+    },
+    [=](status_atom) -> pool_status { return make_status(self); },
+    [=](doorbell_atom, uint64_t id) { on_doorbell(self, id); },
+    [=](exited_atom, uint64_t id) { on_exited(self, id); },
+    [=](deadline_atom, uint64_t id, uint64_t serial) {
+      auto it = self->state.workers.find(id);
+      if (it == self->state.workers.end() || !it->second.current ||
+          it->second.current->serial != serial)
+        return; // finished in time
+      const auto& p = *it->second.current;
+      const uint64_t ms = p.req.timeout_ms ? p.req.timeout_ms : self->state.cfg.default_timeout_ms;
+      terminate(self, id, it->second, error_class::timeout, timeout_exit_code,
+                "deadline of " + std::to_string(ms) + " ms reached");
+    },
+    [=](refill_atom) {
+      self->state.refill_scheduled = false;
+      refill(self);
+    },
+    [=](shutdown_atom) {
+      auto& s = self->state;
+      s.shutting_down = true;
+      while (!s.queue.empty()) {
+        refuse(s.queue.front(), error_class::worker_lost, "pool " + s.cfg.name + " shut down");
+        s.queue.pop_front();
+      }
+      for (auto& [id, slot] : s.workers)
+        terminate(self, id, slot, error_class::worker_lost, refused_exit_code,
+                  "pool " + s.cfg.name + " shut down");
+      self->quit();
+    },
+  };
+}
+
+} // namespace
+
+outcome<pool_config> resolve_pool_config(pool_config cfg) {
+  if (cfg.worker_binary.empty() || cfg.harness.empty()) {
+    auto layout = platform::find_install_layout();
+    if (!layout)
+      return layout.error().wrap("pool " + cfg.name);
+    if (cfg.worker_binary.empty())
+      cfg.worker_binary = layout->worker_binary;
+    if (cfg.harness.empty())
+      cfg.harness = layout->harness;
+  }
+  if (::access(cfg.python.c_str(), X_OK) != 0)
+    return errno_failure("pool " + cfg.name + ": interpreter " + cfg.python);
+  if (::access(cfg.worker_binary.c_str(), X_OK) != 0)
+    return errno_failure("pool " + cfg.name + ": worker binary " + cfg.worker_binary);
+  if (::access(cfg.harness.c_str(), R_OK) != 0)
+    return errno_failure("pool " + cfg.name + ": harness " + cfg.harness);
+  if (cfg.size == 0)
+    return logic_failure("pool " + cfg.name + ": size must be at least 1");
+  if (cfg.code_limit + 64 > cfg.ring_capacity)
+    return logic_failure("pool " + cfg.name + ": code limit " + std::to_string(cfg.code_limit) +
+                         " does not fit the ring (" + std::to_string(cfg.ring_capacity) +
+                         " bytes)");
+  return cfg;
+}
+
+outcome<pool_actor> spawn_pool(caf::actor_system& sys, pool_config cfg) {
+  auto resolved = resolve_pool_config(std::move(cfg));
+  if (!resolved)
+    return resolved.error();
+  return sys.spawn(pool_impl, std::move(*resolved));
+}
+
+} // namespace castellan

@@ -1,0 +1,68 @@
+#pragma once
+
+/// @file pool_actor.hpp
+/// The pool: a set of warm workers behind one typed interface. It owns their
+/// shared-memory segments and one io_uring ring (through its event source),
+/// hands each request to an idle worker, queues with a bound and answers
+/// `busy` when full, enforces the deadline, and replaces workers that die.
+
+#include <cstdint>
+#include <string>
+
+#include <caf/actor.hpp>
+#include <caf/actor_system.hpp>
+#include <caf/replies_to.hpp>
+#include <caf/typed_actor.hpp>
+
+#include "actors/messages.hpp"
+#include "ipc/result.hpp"
+
+namespace castellan {
+
+using pool_actor = caf::typed_actor<
+  // Runs one request on a warm worker.
+  caf::replies_to<exec_atom, exec_request>::with<exec_result>,
+  // Occupancy and counters.
+  caf::replies_to<status_atom>::with<pool_status>,
+  // From the pool's event source thread: worker `id` rang its doorbell.
+  caf::reacts_to<doorbell_atom, uint64_t>,
+  // From the pool's event source thread: worker `id`'s process exited.
+  caf::reacts_to<exited_atom, uint64_t>,
+  // From the pool itself: the deadline of dispatch `serial` on worker `id` passed.
+  caf::reacts_to<deadline_atom, uint64_t, uint64_t>,
+  // From the pool itself: retry starting workers after a failure.
+  caf::reacts_to<refill_atom>,
+  // Stop every worker and quit.
+  caf::reacts_to<shutdown_atom>>;
+
+/// Who hears about a pool's worker state transitions (the supervisor).
+using worker_state_listener = caf::typed_actor<caf::reacts_to<worker_state_event>>;
+
+/// How a pool is set up. The defaults are what `castellan exec` uses.
+struct pool_config {
+  std::string name = "default";
+  uint32_t size = 4;           ///< warm workers kept
+  uint32_t queue_limit = 256;  ///< queued requests beyond which `busy` is answered
+  std::string python = "/usr/bin/python3";
+  std::string worker_binary;   ///< castellan-worker (empty: find_install_layout)
+  std::string harness;         ///< castellan_harness.py (empty: find_install_layout)
+  uint32_t ring_capacity = 1u << 20; ///< bytes per direction
+  uint64_t stdout_limit = 4u << 20;  ///< bytes kept; the rest is dropped and flagged
+  uint64_t stderr_limit = 4u << 20;
+  uint64_t code_limit = 512u << 10;  ///< larger code is refused (limit_exceeded)
+  uint64_t default_timeout_ms = 30000;
+  uint32_t recycle_after = 0;        ///< execs per worker before replacement (0: never)
+  bool worker_stderr = false;        ///< pass workers' own diagnostics to our stderr
+  worker_state_listener listener;    ///< receives worker_state_event (may be null)
+};
+
+/// Fills in the worker binary and harness from the install layout when they
+/// are empty, and checks every file and number the pool depends on.
+outcome<pool_config> resolve_pool_config(pool_config cfg);
+
+/// Spawns a pool after checking that its worker binary, harness and
+/// interpreter exist. Its workers start in the background; requests that
+/// arrive before one is ready are queued.
+outcome<pool_actor> spawn_pool(caf::actor_system& sys, pool_config cfg);
+
+} // namespace castellan

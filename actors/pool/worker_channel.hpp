@@ -1,0 +1,73 @@
+#pragma once
+
+/// @file worker_channel.hpp
+/// Everything the pool holds for one worker: the process (pidfd), the shared
+/// segment with both rings, and the two doorbells. The pool actor is the only
+/// user: it produces into to_worker and consumes to_supervisor.
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "ipc/doorbell.hpp"
+#include "ipc/ring.hpp"
+#include "ipc/segment.hpp"
+#include "ipc/unique_fd.hpp"
+
+namespace castellan {
+
+struct pool_config;
+
+class worker_channel {
+public:
+  /// Creates the segment and doorbells and starts castellan-worker with them.
+  static outcome<std::unique_ptr<worker_channel>> start(uint64_t id, const pool_config& cfg);
+
+  worker_channel(const worker_channel&) = delete;
+  worker_channel& operator=(const worker_channel&) = delete;
+  /// Kills and reaps the process if that has not happened yet: no worker
+  /// outlives its channel.
+  ~worker_channel();
+
+  uint64_t id() const noexcept { return id_; }
+  pid_t pid() const noexcept { return pid_; }
+  int pidfd() const noexcept { return pidfd_.get(); }
+  int doorbell_fd() const noexcept { return to_supervisor_.fd(); }
+
+  /// Writes one frame to the worker and rings its doorbell. A full ring is a
+  /// failure here: the pool only sends when the worker is idle, and a request
+  /// never exceeds the ring (the code limit is below its capacity).
+  outcome<void> send(ipc::message_type type, uint32_t request_id, std::string_view payload);
+
+  /// The next frame from the worker (see ipc::ring_reader::read).
+  ipc::read_result receive() { return reader_.read(); }
+
+  /// SIGKILL to the worker and everything in its process group.
+  void kill() noexcept;
+
+  /// Reaps the process once it has exited; a description of how it ended.
+  std::string reap() noexcept;
+
+  /// Bytes waiting in each direction (the ring fill gauge).
+  uint32_t to_worker_used() const noexcept { return writer_.used_bytes(); }
+  uint32_t to_supervisor_used() const noexcept { return reader_.used_bytes(); }
+
+private:
+  worker_channel(uint64_t id, ipc::segment seg, ipc::doorbell to_worker,
+                 ipc::doorbell to_supervisor);
+
+  uint64_t id_;
+  ipc::segment segment_;
+  ipc::doorbell to_worker_;
+  ipc::doorbell to_supervisor_;
+  ipc::ring_writer writer_;
+  ipc::ring_reader reader_;
+  pid_t pid_ = -1;
+  unique_fd pidfd_;
+  bool reaped_ = false;
+};
+
+} // namespace castellan

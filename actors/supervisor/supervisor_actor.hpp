@@ -1,0 +1,47 @@
+#pragma once
+
+/// @file supervisor_actor.hpp
+/// The front door: owns the pools, routes `exec` to them, restarts a pool that
+/// crashes, and publishes worker state events to its subscribers.
+
+#include <string>
+#include <vector>
+
+#include <caf/actor.hpp>
+#include <caf/actor_system.hpp>
+#include <caf/replies_to.hpp>
+#include <caf/typed_actor.hpp>
+
+#include "actors/messages.hpp"
+#include "actors/pool/pool_actor.hpp"
+#include "ipc/result.hpp"
+
+namespace castellan {
+
+using supervisor_actor = caf::typed_actor<
+  // Runs a request on the pool it names (the first pool when it names none).
+  caf::replies_to<exec_atom, exec_request>::with<exec_result>,
+  // The status of every pool.
+  caf::replies_to<status_atom>::with<std::vector<pool_status>>,
+  // The pool of that name, for callers that want to skip the routing hop.
+  caf::replies_to<get_pool_atom, std::string>::with<pool_actor>,
+  // `actor` receives every worker_state_event from now on (until it is down
+  // or unsubscribes).
+  caf::reacts_to<subscribe_atom, caf::actor>,
+  caf::reacts_to<unsubscribe_atom, caf::actor>,
+  // From the pools: a worker changed state.
+  caf::reacts_to<worker_state_event>,
+  // Stop every pool and quit.
+  caf::reacts_to<shutdown_atom>>;
+
+struct supervisor_config {
+  /// The pools to run; the first one is the default route. Names must be
+  /// unique and non-empty.
+  std::vector<pool_config> pools;
+};
+
+/// Checks the configuration (and each pool's files) and spawns the supervisor
+/// with its pools.
+outcome<supervisor_actor> spawn_supervisor(caf::actor_system& sys, supervisor_config cfg);
+
+} // namespace castellan

@@ -1,0 +1,373 @@
+#include <boost/test/unit_test.hpp>
+
+#include <fstream>
+#include <thread>
+#include <unistd.h>
+
+#include <caf/all.hpp>
+
+#include "actors/actor_system_setup.hpp"
+#include "actors/audit/audit_actor.hpp"
+#include "actors/telemetry/telemetry_actor.hpp"
+#include "audit_test_support.hpp"
+
+using namespace castellan;
+using namespace std::chrono_literals;
+
+namespace {
+
+struct audit_fixture {
+  static caf::actor_system_config& init(caf::actor_system_config& c) {
+    prepare_actor_system_config(c);
+    return c;
+  }
+
+  caf::actor_system_config cfg;
+  caf::actor_system sys;
+  caf::scoped_actor self;
+  test::temp_dir dir;
+  std::vector<caf::actor> spawned;
+
+  audit_fixture() : sys(init(cfg)), self(sys) {}
+
+  ~audit_fixture() {
+    // Actors with pending timers or requests would keep the system waiting.
+    for (auto& a : spawned)
+      caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
+  }
+
+  audit_config file_config(const std::string& name) {
+    audit_config c;
+    c.file.path = dir.file(name);
+    c.file.fsync = fsync_policy::never;
+    return c;
+  }
+
+  audit_actor spawn(const audit_config& c, audit_links links = {}) {
+    auto a = spawn_audit(sys, c, std::move(links));
+    if (!a)
+      BOOST_FAIL("spawn_audit: " << sys.render(a.error()));
+    spawned.push_back(caf::actor_cast<caf::actor>(*a));
+    return *a;
+  }
+
+  template <class Handle>
+  void track(const Handle& h) {
+    spawned.push_back(caf::actor_cast<caf::actor>(h));
+  }
+
+  audit_stats flush(const audit_actor& a) {
+    audit_stats out;
+    bool got = false;
+    self->request(a, 60s, audit_flush_atom::value)
+      .receive(
+        [&](audit_stats& s) {
+          out = std::move(s);
+          got = true;
+        },
+        [&](caf::error& err) { BOOST_FAIL("flush failed: " << sys.render(err)); });
+    BOOST_REQUIRE(got);
+    return out;
+  }
+
+  // One event of every kind, in a fixed order.
+  void send_one_of_each(const audit_actor& a) {
+    self->send(a, test::sample_started());
+    self->send(a, test::sample_finished(error_class::ok));
+    self->send(a, test::sample_finished(error_class::timeout));
+    self->send(a, test::sample_finished(error_class::oom));
+    self->send(a, test::sample_finished(error_class::worker_lost));
+    self->send(a, test::sample_security("syscall_denied"));
+    self->send(a, test::sample_security("policy_warning"));
+    self->send(a, test::sample_security("optimistic_violation"));
+    self->send(a, test::sample_security("novel_kind"));
+    self->send(a, test::sample_lost());
+    self->send(a, test::sample_rejection());
+    self->send(a, test::sample_connection());
+  }
+};
+
+std::vector<std::string> kinds_of(const std::vector<nlohmann::json>& recs) {
+  std::vector<std::string> out;
+  for (const auto& r : recs)
+    out.push_back(r["kind"].get<std::string>());
+  return out;
+}
+
+uint64_t rss_bytes() {
+  std::ifstream in("/proc/self/statm");
+  uint64_t size = 0, resident = 0;
+  in >> size >> resident;
+  return resident * static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
+}
+
+} // namespace
+
+
+BOOST_AUTO_TEST_SUITE(audit_actor_tests)
+
+BOOST_FIXTURE_TEST_CASE(each_event_kind_reaches_the_file_with_its_fields, audit_fixture) {
+  auto c = file_config("audit.jsonl");
+  c.enabled = true;
+  c.events = {"*"};
+  auto a = spawn(c);
+  send_one_of_each(a);
+  const auto st = flush(a);
+  BOOST_TEST(st.received == 12u);
+  BOOST_TEST(st.recorded == 12u);
+  BOOST_TEST(st.file_written == 12u);
+  const auto recs = test::read_records(c.file.path);
+  const std::vector<std::string> expected{
+    "exec_start",     "exec_end",         "timeout",         "oom",
+    "worker_lost",    "syscall_denied",   "policy_warning",  "optimistic_violation",
+    "policy_event",   "worker_lost",      "policy_rejected", "connection"};
+  BOOST_TEST(kinds_of(recs) == expected, boost::test_tools::per_element());
+  for (size_t i = 0; i < recs.size(); ++i) {
+    BOOST_TEST(recs[i]["v"] == 1);
+    BOOST_TEST(recs[i]["seq"] == i + 1); // consecutive: a gap would be a loss
+  }
+  BOOST_TEST(recs[0]["code_sha256"] == std::string(64, 'a'));
+  BOOST_TEST(recs[0]["ts"] == "2025-11-21T23:54:01.123456789Z");
+  BOOST_TEST(recs[2]["exit_code"] == 124);
+  BOOST_TEST(recs[3]["error"] == "oom");
+  BOOST_TEST(recs[5]["target"] == "/etc/shadow");
+  BOOST_TEST(recs[5]["decision"] == "deny");
+  BOOST_TEST(recs[7]["decision"] == "kill");
+  BOOST_TEST(recs[8]["event_kind"] == "novel_kind");
+  BOOST_TEST(recs[9]["reason"] == "killed by signal 9");
+  BOOST_TEST(recs[10]["errors"].size() == 2u);
+  BOOST_TEST(recs[11]["port"] == 443);
+}
+
+BOOST_FIXTURE_TEST_CASE(without_audit_enabled_only_always_on_kinds_are_recorded, audit_fixture) {
+  auto c = file_config("audit.jsonl");
+  c.enabled = false;
+  c.events = {"*"}; // ignored while audit.enabled is false
+  auto a = spawn(c);
+  send_one_of_each(a);
+  const auto st = flush(a);
+  BOOST_TEST(st.received == 12u);
+  BOOST_TEST(st.filtered == 4u); // exec_start, exec_end, policy_warning, connection
+  const std::vector<std::string> expected{"timeout",        "oom",         "worker_lost",
+                                          "syscall_denied", "optimistic_violation",
+                                          "policy_event",   "worker_lost", "policy_rejected"};
+  BOOST_TEST(kinds_of(test::read_records(c.file.path)) == expected,
+             boost::test_tools::per_element());
+}
+
+BOOST_FIXTURE_TEST_CASE(reconfiguration_selects_kinds_and_moves_the_file, audit_fixture) {
+  auto c = file_config("first.jsonl");
+  auto a = spawn(c);
+  self->send(a, test::sample_started()); // not selected yet
+  auto next = file_config("second.jsonl");
+  next.enabled = true;
+  next.events = {"exec_start"};
+  bool ok = false;
+  self->request(a, 10s, next).receive([&](audit_stats& s) { ok = s.filtered == 1; },
+                                      [&](caf::error& err) { BOOST_FAIL(sys.render(err)); });
+  BOOST_TEST(ok);
+  self->send(a, test::sample_started());
+  self->send(a, test::sample_finished(error_class::ok)); // exec_end: still not selected
+  // A file that cannot be opened is refused and changes nothing.
+  auto bad = next;
+  bad.file.path = "/nonexistent-dir/audit.jsonl";
+  bool refused = false;
+  self->request(a, 10s, bad).receive([&](audit_stats&) {},
+                                     [&](caf::error&) { refused = true; });
+  BOOST_TEST(refused);
+  self->send(a, test::sample_started());
+  flush(a);
+  BOOST_TEST(test::read_lines(c.file.path).empty());
+  BOOST_TEST(kinds_of(test::read_records(next.file.path)) ==
+             (std::vector<std::string>{"exec_start", "exec_start"}));
+}
+
+BOOST_FIXTURE_TEST_CASE(spawn_fails_on_an_unopenable_file, audit_fixture) {
+  audit_config c;
+  c.file.path = "/nonexistent-dir/audit.jsonl";
+  auto a = spawn_audit(sys, c);
+  BOOST_REQUIRE(!a);
+  BOOST_TEST(sys.render(a.error()).find("/nonexistent-dir/audit.jsonl") != std::string::npos);
+}
+
+BOOST_FIXTURE_TEST_CASE(subscribers_get_the_entries_their_filter_selects, audit_fixture) {
+  audit_config c; // no file: subscribers only
+  c.enabled = true;
+  c.events = {"*"};
+  auto a = spawn(c);
+  caf::actor me = self;
+  auto sub = sys.spawn([me]() -> caf::behavior {
+    return {[me](const audit_entry& e) { caf::anon_send(me, e); }};
+  });
+  track(sub);
+  self->send(a, subscribe_atom::value, sub, audit_filter{{"syscall_denied", "oom"}, 42, ""});
+  self->send(a, test::sample_security("policy_warning"));      // other kind
+  self->send(a, test::sample_security("syscall_denied"));      // selected
+  auto other_exec = test::sample_finished(error_class::oom);
+  other_exec.exec_id = 7;
+  self->send(a, other_exec);                                   // other exec
+  self->send(a, test::sample_finished(error_class::oom));      // selected
+  std::vector<std::string> got;
+  for (int i = 0; i < 2; ++i)
+    self->receive([&](const audit_entry& e) { got.push_back(e.kind); },
+                  caf::after(10s) >> [&] { BOOST_FAIL("no audit entry"); });
+  BOOST_TEST(got == (std::vector<std::string>{"syscall_denied", "oom"}));
+  self->receive([&](const audit_entry& e) { BOOST_FAIL("unexpected entry " << e.kind); },
+                caf::after(200ms) >> [] {});
+  self->send(a, unsubscribe_atom::value, sub);
+  self->send(a, test::sample_security("syscall_denied"));
+  flush(a);
+  self->receive([&](const audit_entry& e) { BOOST_FAIL("entry after unsubscribe " << e.kind); },
+                caf::after(200ms) >> [] {});
+}
+
+BOOST_FIXTURE_TEST_CASE(a_slow_subscriber_gets_counted_reported_drops, audit_fixture) {
+  auto c = file_config("audit.jsonl");
+  c.subscriber_window = 8;
+  c.subscriber_timeout_ms = 30000;
+  auto a = spawn(c);
+  // Never answers: holds every promise, so its window stays full.
+  auto promises = std::make_shared<std::vector<caf::response_promise>>();
+  auto sub = sys.spawn([promises](caf::event_based_actor* s) -> caf::behavior {
+    return {[=](const audit_entry&) { promises->push_back(s->make_response_promise()); }};
+  });
+  track(sub);
+  self->send(a, subscribe_atom::value, sub, audit_filter{});
+  for (int i = 0; i < 20; ++i)
+    self->send(a, test::sample_security("syscall_denied"));
+  const auto st = flush(a);
+  BOOST_TEST(st.subscriber_dropped == 12u);
+  const auto recs = test::read_records(c.file.path);
+  BOOST_REQUIRE_EQUAL(recs.size(), 21u); // nothing lost in the file, plus the report
+  const auto& report = recs.back();
+  BOOST_TEST(report["kind"] == "drop_report");
+  BOOST_TEST(report["sink"] == "subscriber:" + std::to_string(sub.id()));
+  BOOST_TEST(report["dropped"] == 12);
+  BOOST_TEST(report["dropped_total"] == 12);
+  BOOST_TEST(report["seq"] == 21);
+}
+
+BOOST_FIXTURE_TEST_CASE(counts_reach_telemetry, audit_fixture) {
+  auto tel = spawn_telemetry(sys);
+  track(tel);
+  auto c = file_config("audit.jsonl");
+  auto a = spawn(c, audit_links{tel, {}});
+  for (int i = 0; i < 3; ++i)
+    self->send(a, test::sample_security("syscall_denied"));
+  self->send(a, test::sample_lost());
+  flush(a);
+  std::string text;
+  self->request(tel, 10s, metrics_atom::value)
+    .receive([&](std::string& t) { text = std::move(t); },
+             [&](caf::error& err) { BOOST_FAIL(sys.render(err)); });
+  BOOST_TEST(text.find("castellan_audit_records_total{kind=\"syscall_denied\"} 3\n") !=
+               std::string::npos,
+             text);
+  BOOST_TEST(text.find("castellan_audit_records_total{kind=\"worker_lost\"} 1\n") !=
+             std::string::npos);
+}
+
+namespace {
+
+// Sends `n` events, cycling through four kinds; with `pressure`, holds back
+// while the writer queue is saturated, as the pool's admission does.
+void flood(caf::scoped_actor& self, const audit_actor& a, size_t n,
+           const std::shared_ptr<audit_pressure>& pressure, uint64_t& max_rss) {
+  auto denied = test::sample_security("syscall_denied");
+  auto started = test::sample_started();
+  auto finished = test::sample_finished(error_class::ok);
+  auto conn = test::sample_connection();
+  for (size_t i = 0; i < n; ++i) {
+    while (pressure && pressure->saturated())
+      std::this_thread::sleep_for(50us);
+    switch (i % 4) {
+      case 0:
+        denied.exec_id = i;
+        post_audit(self, a, pressure, denied);
+        break;
+      case 1:
+        started.exec_id = i;
+        post_audit(self, a, pressure, started);
+        break;
+      case 2:
+        finished.exec_id = i;
+        post_audit(self, a, pressure, finished);
+        break;
+      default:
+        conn.exec_id = i;
+        post_audit(self, a, pressure, conn);
+        break;
+    }
+    if (i % 5000 == 0)
+      max_rss = std::max(max_rss, rss_bytes());
+  }
+}
+
+void check_flood_file(const std::string& path, size_t n) {
+  std::ifstream in(path);
+  size_t lines = 0;
+  uint64_t expected_seq = 1;
+  for (std::string line; std::getline(in, line); ++lines) {
+    // The seq is the fourth field; parse only it, 100,000 full parses are slow.
+    const auto pos = line.find("\"seq\":");
+    BOOST_REQUIRE(pos != std::string::npos);
+    const auto seq = std::stoull(line.substr(pos + 6));
+    BOOST_REQUIRE_EQUAL(seq, expected_seq);
+    ++expected_seq;
+  }
+  BOOST_TEST(lines == n);
+}
+
+} // namespace
+
+BOOST_FIXTURE_TEST_CASE(a_flood_of_100000_events_loses_nothing_in_bounded_memory,
+                        audit_fixture) {
+  constexpr size_t n = 100000;
+  auto c = file_config("flood.jsonl");
+  c.enabled = true;
+  c.events = {"*"};
+  c.file.queue_records = 1024;
+  auto pressure = std::make_shared<audit_pressure>(2048);
+  auto a = spawn(c, audit_links{{}, pressure});
+  const auto rss_before = rss_bytes();
+  uint64_t max_rss = rss_before;
+  flood(self, a, n, pressure, max_rss);
+  const auto st = flush(a);
+  max_rss = std::max(max_rss, rss_bytes());
+  BOOST_TEST(st.received == n);
+  BOOST_TEST(st.recorded == n);
+  BOOST_TEST(st.file_written == n);
+  BOOST_TEST(st.file_dropped == 0u);
+  BOOST_TEST(st.queue_capacity == 1024u);
+  BOOST_TEST(st.queue_high_water <= st.queue_capacity);
+  BOOST_TEST(pressure->high_water() <= 1024u);
+  // The mailbox: never more than the limit (plus the one event in hand) in flight.
+  BOOST_TEST(pressure->backlog_high_water() <= pressure->backlog_limit() + 1);
+  BOOST_TEST(pressure->backlog() == 0u);
+  check_flood_file(c.file.path, n);
+  BOOST_TEST_MESSAGE("flood: RSS growth " << (max_rss - rss_before) / 1024
+                                          << " KiB, writer queue high water "
+                                          << st.queue_high_water << ", backlog high water "
+                                          << pressure->backlog_high_water());
+  BOOST_TEST(max_rss - rss_before < 16ull << 20);
+}
+
+BOOST_FIXTURE_TEST_CASE(a_flood_without_admission_control_still_loses_nothing, audit_fixture) {
+  // Producers that ignore the pressure only lengthen the actor's mailbox; the
+  // writer queue stays within its bound and every record is written.
+  constexpr size_t n = 100000;
+  auto c = file_config("flood.jsonl");
+  c.enabled = true;
+  c.events = {"*"};
+  c.file.queue_records = 256;
+  auto a = spawn(c);
+  uint64_t max_rss = 0;
+  flood(self, a, n, nullptr, max_rss);
+  const auto st = flush(a);
+  BOOST_TEST(st.file_written == n);
+  BOOST_TEST(st.file_dropped == 0u);
+  BOOST_TEST(st.queue_high_water <= 256u);
+  check_flood_file(c.file.path, n);
+}
+
+BOOST_AUTO_TEST_SUITE_END()

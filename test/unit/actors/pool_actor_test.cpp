@@ -1,0 +1,201 @@
+#include <boost/test/unit_test.hpp>
+
+#include <chrono>
+#include <map>
+
+#include "support/actor_system_fixture.hpp"
+
+using namespace castellan;
+using namespace std::chrono_literals;
+
+namespace {
+
+struct pool_fixture : test::actor_system_fixture {
+  pool_actor spawn(pool_config pc) {
+    auto pool = spawn_pool(sys, std::move(pc));
+    BOOST_REQUIRE_MESSAGE(pool, (pool ? "" : pool.error().describe()));
+    return *pool;
+  }
+  ~pool_fixture() {
+    for (auto& p : pools)
+      caf::anon_send(p, shutdown_atom::value);
+  }
+  pool_actor make(pool_config pc) {
+    pools.push_back(spawn(std::move(pc)));
+    return pools.back();
+  }
+  std::vector<pool_actor> pools;
+};
+
+exec_request code_request(std::string code, uint64_t id = 0, uint64_t timeout_ms = 0) {
+  exec_request req;
+  req.code = std::move(code);
+  req.exec_id = id;
+  req.timeout_ms = timeout_ms;
+  return req;
+}
+
+} // namespace
+
+BOOST_FIXTURE_TEST_SUITE(pool_actor_tests, pool_fixture)
+
+BOOST_AUTO_TEST_CASE(runs_code_and_reports_output) {
+  auto pool = make(test_pool());
+  auto r = exec_code(pool, "print(6*7)");
+  BOOST_TEST((r.error == error_class::ok));
+  BOOST_TEST(r.exit_code == 0);
+  BOOST_TEST(r.stdout_data == "42\n");
+  BOOST_TEST(r.stderr_data == "");
+  BOOST_TEST(r.worker_id != 0u);
+  BOOST_TEST(r.timing.run_us > 0u);
+}
+
+BOOST_AUTO_TEST_CASE(exceptions_and_exit_codes) {
+  auto pool = make(test_pool());
+  auto e = exec_code(pool, "raise ValueError('x')");
+  BOOST_TEST((e.error == error_class::exception));
+  BOOST_TEST(e.exit_code == 1);
+  BOOST_TEST(e.exception.type == "ValueError");
+  BOOST_TEST(e.exception.message == "x");
+  auto s = exec_code(pool, "import sys; sys.exit(3)");
+  BOOST_TEST((s.error == error_class::ok));
+  BOOST_TEST(s.exit_code == 3);
+}
+
+BOOST_AUTO_TEST_CASE(command_mode) {
+  auto pool = make(test_pool());
+  exec_request req;
+  req.argv = {"/bin/echo", "hi"};
+  auto r = exec(pool, req);
+  BOOST_TEST(r.stdout_data == "hi\n");
+  BOOST_TEST(r.exit_code == 0);
+  req.argv = {"/bin/sh", "-c", "echo err >&2; exit 5"};
+  auto f = exec(pool, req);
+  BOOST_TEST(f.stderr_data == "err\n");
+  BOOST_TEST(f.exit_code == 5);
+}
+
+BOOST_AUTO_TEST_CASE(empty_request_is_an_error) {
+  auto pool = make(test_pool());
+  bool failed = false;
+  self->request(pool, 10s, exec_atom::value, exec_request{})
+    .receive([](exec_result&) {}, [&](caf::error& err) {
+      failed = true;
+      BOOST_TEST(sys.render(err).find("neither code nor argv") != std::string::npos);
+    });
+  BOOST_TEST(failed);
+}
+
+BOOST_AUTO_TEST_CASE(a_full_queue_answers_busy) {
+  auto pc = test_pool(1);
+  pc.queue_limit = 1;
+  auto pool = make(pc);
+  exec_code(pool, "pass"); // the worker is warm
+  // 1 runs, 2 waits in the queue, 3 finds the queue full.
+  for (uint64_t id : {1u, 2u, 3u})
+    self->send(pool, exec_atom::value, code_request("import time; time.sleep(0.5)", id));
+  std::map<uint64_t, exec_result> results;
+  for (int i = 0; i < 3; ++i)
+    self->receive([&](exec_result& r) { results[r.exec_id] = r; },
+                  caf::after(30s) >> [] { BOOST_FAIL("no reply"); });
+  BOOST_REQUIRE_EQUAL(results.size(), 3u);
+  BOOST_TEST((results[1].error == error_class::ok));
+  BOOST_TEST((results[2].error == error_class::ok));
+  BOOST_TEST((results[3].error == error_class::busy));
+  BOOST_TEST(results[3].detail.find("limit 1") != std::string::npos);
+  BOOST_TEST(results[2].timing.queue_us > 100'000u); // it waited for 1
+}
+
+BOOST_AUTO_TEST_CASE(deadline_kills_the_worker_and_the_pool_recovers) {
+  auto pool = make(test_pool(1));
+  auto first = exec_code(pool, "pass");
+  auto r = exec(pool, code_request("while True: pass", 0, 300));
+  BOOST_TEST((r.error == error_class::timeout));
+  BOOST_TEST(r.exit_code == 124);
+  BOOST_TEST(r.detail.find("300 ms") != std::string::npos);
+  auto next = exec_code(pool, "print('alive')");
+  BOOST_TEST(next.stdout_data == "alive\n");
+  BOOST_TEST(next.worker_id != first.worker_id); // a fresh worker
+}
+
+BOOST_AUTO_TEST_CASE(output_produced_before_a_timeout_is_kept) {
+  auto pool = make(test_pool(1));
+  auto r = exec(pool, code_request("import sys, time\nprint('before', flush=True)\ntime.sleep(60)",
+                                   0, 500));
+  BOOST_TEST((r.error == error_class::timeout));
+  BOOST_TEST(r.stdout_data == "before\n");
+}
+
+BOOST_AUTO_TEST_CASE(a_dying_worker_is_worker_lost_and_replaced) {
+  auto pool = make(test_pool(1));
+  auto r = exec_code(pool, "import os; os._exit(9)");
+  BOOST_TEST((r.error == error_class::worker_lost));
+  BOOST_TEST(r.detail.find("during the exec") != std::string::npos, r.detail);
+  auto next = exec_code(pool, "print(1)");
+  BOOST_TEST(next.stdout_data == "1\n");
+}
+
+BOOST_AUTO_TEST_CASE(output_caps_truncate_without_killing) {
+  auto pc = test_pool(1);
+  pc.stdout_limit = 1000;
+  auto pool = make(pc);
+  auto r = exec_code(pool, "print('x' * 5000)");
+  BOOST_TEST((r.error == error_class::ok));
+  BOOST_TEST(r.stdout_data.size() == 1000u);
+  BOOST_TEST(r.stdout_truncated);
+  auto next = exec_code(pool, "print('y')");
+  BOOST_TEST(next.worker_id == r.worker_id);
+  BOOST_TEST(!next.stdout_truncated);
+}
+
+BOOST_AUTO_TEST_CASE(code_over_the_limit_is_refused_before_dispatch) {
+  auto pc = test_pool(1);
+  pc.code_limit = 100;
+  auto pool = make(pc);
+  auto r = exec_code(pool, std::string(200, '#'));
+  BOOST_TEST((r.error == error_class::limit_exceeded));
+  BOOST_TEST(r.worker_id == 0u); // never reached a worker
+  BOOST_TEST(r.detail.find("200 bytes") != std::string::npos);
+}
+
+BOOST_AUTO_TEST_CASE(workers_are_recycled_after_n_execs) {
+  auto pc = test_pool(1);
+  pc.recycle_after = 2;
+  auto pool = make(pc);
+  auto a = exec_code(pool, "pass");
+  auto b = exec_code(pool, "pass");
+  auto c = exec_code(pool, "pass");
+  BOOST_TEST(a.worker_id == b.worker_id);
+  BOOST_TEST(c.worker_id != b.worker_id);
+}
+
+BOOST_AUTO_TEST_CASE(globals_do_not_leak_between_execs) {
+  auto pool = make(test_pool(1));
+  exec_code(pool, "leak = 1");
+  auto r = exec_code(pool, "print(leak)");
+  BOOST_TEST((r.error == error_class::exception));
+  BOOST_TEST(r.exception.type == "NameError");
+}
+
+BOOST_AUTO_TEST_CASE(status_counts_workers_and_execs) {
+  auto pool = make(test_pool(2));
+  exec_code(pool, "pass");
+  exec_code(pool, "pass");
+  pool_status st;
+  self->request(pool, 10s, status_atom::value).receive([&](pool_status& s) { st = s; },
+                                                       [](caf::error&) { BOOST_FAIL("status"); });
+  BOOST_TEST(st.size == 2u);
+  BOOST_TEST(st.completed == 2u);
+  BOOST_TEST(st.spawned == 2u);
+  BOOST_TEST(st.busy == 0u);
+}
+
+BOOST_AUTO_TEST_CASE(missing_interpreter_is_a_clear_error) {
+  auto pc = test_pool(1);
+  pc.python = "/nonexistent/python3";
+  auto pool = spawn_pool(sys, pc);
+  BOOST_REQUIRE(!pool);
+  BOOST_TEST(pool.error().describe().find("/nonexistent/python3") != std::string::npos);
+}
+
+BOOST_AUTO_TEST_SUITE_END()

@@ -1,0 +1,135 @@
+#include <boost/test/unit_test.hpp>
+
+#include <chrono>
+#include <thread>
+#include <vector>
+
+#include "support/actor_system_fixture.hpp"
+
+using namespace castellan;
+using namespace std::chrono_literals;
+
+namespace {
+
+struct supervisor_fixture : test::actor_system_fixture {
+  supervisor_actor start(std::vector<pool_config> pools) {
+    supervisor_config sc;
+    sc.pools = std::move(pools);
+    auto sup = spawn_supervisor(sys, sc);
+    BOOST_REQUIRE_MESSAGE(sup, (sup ? "" : sup.error().describe()));
+    handle = *sup;
+    return handle;
+  }
+  ~supervisor_fixture() {
+    if (handle)
+      caf::anon_send(handle, shutdown_atom::value);
+  }
+  supervisor_actor handle;
+};
+
+pool_config named(std::string name) {
+  auto pc = test::actor_system_fixture::test_pool(1);
+  pc.name = std::move(name);
+  return pc;
+}
+
+} // namespace
+
+BOOST_FIXTURE_TEST_SUITE(supervisor_actor_tests, supervisor_fixture)
+
+BOOST_AUTO_TEST_CASE(routes_to_the_default_and_to_named_pools) {
+  auto sup = start({named("alpha"), named("beta")});
+  exec_request req;
+  req.code = "print('a')";
+  auto a = exec(sup, req);
+  BOOST_TEST(a.stdout_data == "a\n");
+  BOOST_TEST(a.exec_id != 0u); // assigned by the supervisor
+  req.pool = "beta";
+  auto b = exec(sup, req);
+  BOOST_TEST(b.stdout_data == "a\n");
+  BOOST_TEST(b.exec_id != a.exec_id);
+  req.pool = "gamma";
+  bool failed = false;
+  self->request(sup, 10s, exec_atom::value, req)
+    .receive([](exec_result&) {}, [&](caf::error& err) {
+      failed = true;
+      BOOST_TEST(sys.render(err).find("no pool named 'gamma'") != std::string::npos);
+    });
+  BOOST_TEST(failed);
+}
+
+BOOST_AUTO_TEST_CASE(subscribers_see_every_state_transition) {
+  auto sup = start({named("p")});
+  self->send(sup, subscribe_atom::value, caf::actor_cast<caf::actor>(self));
+  // Wait for the worker to be ready, then run one exec and watch it go
+  // running → ready.
+  std::vector<worker_state> seen;
+  auto wait_for = [&](worker_state want) {
+    for (;;) {
+      bool got = false;
+      self->receive([&](worker_state_event& ev) {
+                      BOOST_TEST(ev.pool == "p");
+                      BOOST_TEST(ev.pid > 0);
+                      seen.push_back(ev.state);
+                      got = ev.state == want;
+                    },
+                    caf::after(30s) >> [&] { BOOST_FAIL("no state event"); });
+      if (got)
+        return;
+    }
+  };
+  wait_for(worker_state::ready);
+  self->send(sup, exec_atom::value, exec_request{0, "pass", {}, 0, ""});
+  wait_for(worker_state::running);
+  // The result and the ready event both arrive; take them in any order.
+  bool result = false, ready = false;
+  while (!result || !ready)
+    self->receive([&](exec_result&) { result = true; },
+                  [&](worker_state_event& ev) { ready = ready || ev.state == worker_state::ready; },
+                  caf::after(30s) >> [] { BOOST_FAIL("no result"); });
+  BOOST_TEST((seen.front() == worker_state::starting));
+}
+
+BOOST_AUTO_TEST_CASE(status_lists_every_pool) {
+  auto sup = start({named("one"), named("two")});
+  exec(sup, exec_request{0, "pass", {}, 0, "two"});
+  std::vector<pool_status> st;
+  self->request(sup, 10s, status_atom::value)
+    .receive([&](std::vector<pool_status>& s) { st = s; }, [](caf::error&) { BOOST_FAIL("x"); });
+  BOOST_REQUIRE_EQUAL(st.size(), 2u);
+  BOOST_TEST(st[0].name == "one");
+  BOOST_TEST(st[1].name == "two");
+  BOOST_TEST(st[1].completed == 1u);
+}
+
+BOOST_AUTO_TEST_CASE(a_crashed_pool_is_restarted) {
+  auto sup = start({named("p")});
+  pool_actor pool;
+  self->request(sup, 10s, get_pool_atom::value, std::string("p"))
+    .receive([&](pool_actor& p) { pool = p; }, [](caf::error&) { BOOST_FAIL("get_pool"); });
+  BOOST_REQUIRE(pool);
+  self->send_exit(pool, caf::exit_reason::kill);
+  // The supervisor sees the pool go down and starts a new one.
+  pool_actor again;
+  for (int i = 0; i < 100 && (!again || again == pool); ++i) {
+    std::this_thread::sleep_for(50ms);
+    self->request(sup, 10s, get_pool_atom::value, std::string("p"))
+      .receive([&](pool_actor& p) { again = p; }, [](caf::error&) {});
+  }
+  BOOST_REQUIRE(again);
+  BOOST_TEST((again != pool));
+  auto r = exec(sup, exec_request{0, "print('back')", {}, 0, ""});
+  BOOST_TEST(r.stdout_data == "back\n");
+}
+
+BOOST_AUTO_TEST_CASE(bad_configurations_are_refused) {
+  supervisor_config empty;
+  BOOST_TEST(!spawn_supervisor(sys, empty));
+  supervisor_config twice;
+  twice.pools = {named("x"), named("x")};
+  auto r = spawn_supervisor(sys, twice);
+  BOOST_REQUIRE(!r);
+  BOOST_TEST(r.error().message.find("used twice") != std::string::npos);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
