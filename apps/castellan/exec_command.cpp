@@ -1,0 +1,187 @@
+/// @file exec_command.cpp
+/// `castellan exec` and `castellan run`: start the actor tree in-process, run
+/// one request through the supervisor, print the result, exit with the
+/// executed code's exit code.
+
+#include <unistd.h>
+
+#include <fstream>
+#include <iostream>
+#include <iterator>
+#include <memory>
+#include <sstream>
+
+#include <CLI/CLI.hpp>
+#include <caf/all.hpp>
+
+#include "actors/exec_json.hpp"
+#include "actors/interfaces.hpp"
+#include "apps/castellan/cli_context.hpp"
+#include "apps/castellan/duration.hpp"
+
+namespace castellan::cli {
+
+namespace {
+
+struct exec_options {
+  bool json = false;
+  uint32_t pool_size = 1;
+  std::string timeout;
+  std::string python = "/usr/bin/python3";
+  bool worker_stderr = false;
+  // code mode
+  std::string code;
+  std::string file;
+  // command mode
+  std::vector<std::string> argv;
+};
+
+void add_common_flags(CLI::App* cmd, exec_options& o) {
+  cmd->add_flag("--json", o.json, "Print the whole result as one JSON object");
+  cmd->add_option("--pool-size", o.pool_size, "Warm workers to start")
+    ->check(CLI::Range(1u, 256u));
+  cmd->add_option("--timeout", o.timeout, "Deadline, e.g. 500ms, 2s, 1m (default 30s)");
+  cmd->add_option("--python", o.python, "The interpreter the workers run");
+  cmd->add_flag("--worker-stderr", o.worker_stderr,
+                "Show the workers' own diagnostics on stderr");
+}
+
+/// Writes all of `data` to `fd` (stdout/stderr carry arbitrary bytes).
+void write_all(int fd, const std::string& data) {
+  const char* p = data.data();
+  std::size_t left = data.size();
+  while (left > 0) {
+    ssize_t n = ::write(fd, p, left);
+    if (n < 0) {
+      if (errno == EINTR)
+        continue;
+      return;
+    }
+    p += n;
+    left -= static_cast<std::size_t>(n);
+  }
+}
+
+void print_result(const exec_result& r, bool json) {
+  if (json) {
+    write_all(STDOUT_FILENO, dump_json(to_json(r), 2) + "\n");
+    return;
+  }
+  write_all(STDOUT_FILENO, r.stdout_data);
+  write_all(STDERR_FILENO, r.stderr_data);
+  if (r.has_exception && r.stderr_data.find(r.exception.traceback) == std::string::npos)
+    write_all(STDERR_FILENO, r.exception.traceback);
+  if (r.stdout_truncated)
+    std::cerr << "castellan: stdout truncated\n";
+  if (r.stderr_truncated)
+    std::cerr << "castellan: stderr truncated\n";
+  if (r.error != error_class::ok && r.error != error_class::exception)
+    std::cerr << "castellan: " << to_string(r.error)
+              << (r.detail.empty() ? std::string() : ": " + r.detail) << "\n";
+}
+
+/// Runs `req` through a freshly started actor tree; the process exit code.
+int run_request(const exec_options& o, exec_request req) {
+  if (!o.timeout.empty()) {
+    auto ms = parse_duration_ms(o.timeout);
+    if (!ms) {
+      std::cerr << "castellan: --timeout: '" << o.timeout
+                << "' is not a duration (e.g. 500ms, 2s, 1m)\n";
+      return usage_exit_code;
+    }
+    req.timeout_ms = *ms;
+  }
+  caf::actor_system_config cfg;
+  prepare_actor_system_config(cfg);
+  caf::actor_system sys{cfg};
+
+  supervisor_config sc;
+  pool_config pc;
+  pc.size = o.pool_size;
+  pc.python = o.python;
+  pc.worker_stderr = o.worker_stderr;
+  sc.pools.push_back(pc);
+  auto sup = spawn_supervisor(sys, sc);
+  if (!sup) {
+    std::cerr << "castellan: " << sup.error().describe() << "\n";
+    return usage_exit_code;
+  }
+  int rc = usage_exit_code;
+  {
+    caf::scoped_actor self{sys};
+    self->request(*sup, caf::infinite, exec_atom::value, std::move(req))
+      .receive(
+        [&](exec_result& r) {
+          print_result(r, o.json);
+          rc = r.exit_code;
+        },
+        [&](caf::error& err) { std::cerr << "castellan: " << sys.render(err) << "\n"; });
+    self->send(*sup, shutdown_atom::value);
+  }
+  return rc;
+}
+
+/// The code to run: the argument, a file (-f), or stdin ("-").
+bool load_code(exec_options& o) {
+  if (!o.file.empty() && !o.code.empty()) {
+    std::cerr << "castellan exec: give CODE or -f FILE, not both\n";
+    return false;
+  }
+  auto slurp = [&](std::istream& in, const std::string& what) {
+    std::ostringstream ss;
+    ss << in.rdbuf();
+    if (in.bad()) {
+      std::cerr << "castellan exec: cannot read " << what << "\n";
+      return false;
+    }
+    o.code = ss.str();
+    return true;
+  };
+  if (!o.file.empty()) {
+    std::ifstream in(o.file, std::ios::binary);
+    if (!in) {
+      std::cerr << "castellan exec: cannot open '" << o.file << "': " << std::strerror(errno)
+                << "\n";
+      return false;
+    }
+    return slurp(in, o.file);
+  }
+  if (o.code == "-")
+    return slurp(std::cin, "stdin");
+  if (o.code.empty()) {
+    std::cerr << "castellan exec: no code given (CODE, -f FILE or - for stdin)\n";
+    return false;
+  }
+  return true;
+}
+
+} // namespace
+
+void add_exec_commands(CLI::App& app, cli_context& ctx) {
+  auto opts = std::make_shared<exec_options>();
+
+  auto* exec = app.add_subcommand("exec", "Run Python code in a warm worker");
+  add_common_flags(exec, *opts);
+  exec->add_option("code", opts->code, "Python source, or - to read it from stdin");
+  exec->add_option("-f,--file", opts->file, "Read the Python source from FILE");
+  exec->callback([opts, &ctx] {
+    if (!load_code(*opts)) {
+      ctx.exit_code = usage_exit_code;
+      return;
+    }
+    exec_request req;
+    req.code = std::move(opts->code);
+    ctx.exit_code = run_request(*opts, std::move(req));
+  });
+
+  auto* run = app.add_subcommand("run", "Run a command in a worker: castellan run -- CMD ARGS...");
+  add_common_flags(run, *opts);
+  run->add_option("command", opts->argv, "The program and its arguments")->required();
+  run->callback([opts, &ctx] {
+    exec_request req;
+    req.argv = opts->argv;
+    ctx.exit_code = run_request(*opts, std::move(req));
+  });
+}
+
+} // namespace castellan::cli

@@ -1,0 +1,25 @@
+/// @file main.cpp
+/// `castellan`: the command-line front end. Each subcommand lives in its own
+/// file and registers itself here.
+
+#include <CLI/CLI.hpp>
+
+#include "apps/castellan/cli_context.hpp"
+
+int main(int argc, char** argv) {
+  CLI::App app{"castellan: run untrusted code in warm, sandboxed workers"};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", "castellan 0.1.0");
+  castellan::cli::cli_context ctx;
+  castellan::cli::add_exec_commands(app, ctx);
+  castellan::cli::add_policy_commands(app, ctx);
+  castellan::cli::add_audit_commands(app, ctx);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    // CLI11 prints help and errors itself; castellan's own errors exit 2.
+    const int rc = app.exit(e);
+    return rc == 0 ? 0 : castellan::cli::usage_exit_code;
+  }
+  return ctx.exit_code;
+}

@@ -1,0 +1,123 @@
+#include <boost/test/unit_test.hpp>
+
+#include <nlohmann/json.hpp>
+
+#include "support/build_paths.hpp"
+#include "support/run_process.hpp"
+
+using castellan::test::castellan_cli;
+using castellan::test::run_process;
+
+namespace {
+
+castellan::test::process_result cli(std::vector<std::string> args, const std::string& input = {}) {
+  args.insert(args.begin(), castellan_cli());
+  return run_process(args, input);
+}
+
+} // namespace
+
+BOOST_AUTO_TEST_SUITE(cli_exec)
+
+BOOST_AUTO_TEST_CASE(prints_and_exits_zero) {
+  auto r = cli({"exec", "print(6*7)"});
+  BOOST_TEST(r.out == "42\n");
+  BOOST_TEST(r.err == "");
+  BOOST_TEST(r.exit_code == 0);
+}
+
+BOOST_AUTO_TEST_CASE(an_exception_exits_1_with_the_traceback_on_stderr) {
+  auto r = cli({"exec", "raise ValueError(\"x\")"});
+  BOOST_TEST(r.exit_code == 1);
+  BOOST_TEST(r.out == "");
+  BOOST_TEST(r.err.find("Traceback (most recent call last)") != std::string::npos, r.err);
+  BOOST_TEST(r.err.find("ValueError: x") != std::string::npos, r.err);
+}
+
+BOOST_AUTO_TEST_CASE(json_shows_the_whole_result) {
+  auto r = cli({"exec", "--json", "print('o'); raise ValueError(\"x\")"});
+  BOOST_TEST(r.exit_code == 1);
+  auto j = nlohmann::json::parse(r.out);
+  BOOST_TEST(j["error_class"] == "exception");
+  BOOST_TEST(j["exit_code"] == 1);
+  BOOST_TEST(j["stdout"] == "o\n");
+  BOOST_TEST(j["exception"]["type"] == "ValueError");
+  BOOST_TEST(j["exception"]["message"] == "x");
+  BOOST_TEST(j["events"].is_array());
+  BOOST_TEST(j["timing"]["run_us"].get<uint64_t>() > 0u);
+  for (const char* key : {"stderr", "stdout_truncated", "stderr_truncated", "usage"})
+    BOOST_TEST(j.contains(key), key);
+}
+
+BOOST_AUTO_TEST_CASE(sys_exit_code_is_the_process_exit_code) {
+  BOOST_TEST(cli({"exec", "import sys; sys.exit(3)"}).exit_code == 3);
+  BOOST_TEST(cli({"exec", "raise SystemExit(0)"}).exit_code == 0);
+}
+
+BOOST_AUTO_TEST_CASE(code_from_stdin_and_from_a_file) {
+  auto r = cli({"exec", "-"}, "print('from stdin')\n");
+  BOOST_TEST(r.out == "from stdin\n");
+  auto f = cli({"exec", "-f", castellan::test::source_dir() + "/test/integration/data/hello.py"});
+  BOOST_TEST(f.out == "hello from a file\n");
+  BOOST_TEST(f.exit_code == 0);
+}
+
+BOOST_AUTO_TEST_CASE(timeout_is_124) {
+  auto r = cli({"exec", "--timeout", "1s", "while True: pass"});
+  BOOST_TEST(r.exit_code == 124);
+  BOOST_TEST(r.err.find("timeout") != std::string::npos, r.err);
+}
+
+BOOST_AUTO_TEST_CASE(castellan_errors_exit_2_with_a_message) {
+  auto bad_flag = cli({"exec", "--no-such-flag", "pass"});
+  BOOST_TEST(bad_flag.exit_code == 2);
+  auto no_code = cli({"exec"});
+  BOOST_TEST(no_code.exit_code == 2);
+  BOOST_TEST(no_code.err.find("no code given") != std::string::npos, no_code.err);
+  auto bad_python = cli({"exec", "--python", "/nonexistent/python3", "pass"});
+  BOOST_TEST(bad_python.exit_code == 2);
+  BOOST_TEST(bad_python.err.find("/nonexistent/python3") != std::string::npos, bad_python.err);
+  auto bad_timeout = cli({"exec", "--timeout", "soon", "pass"});
+  BOOST_TEST(bad_timeout.exit_code == 2);
+  BOOST_TEST(bad_timeout.err.find("'soon' is not a duration") != std::string::npos);
+  auto missing_file = cli({"exec", "-f", "/nonexistent.py"});
+  BOOST_TEST(missing_file.exit_code == 2);
+  BOOST_TEST(missing_file.err.find("/nonexistent.py") != std::string::npos);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+BOOST_AUTO_TEST_SUITE(cli_run)
+
+BOOST_AUTO_TEST_CASE(runs_a_command) {
+  auto r = cli({"run", "--", "/bin/echo", "hi"});
+  BOOST_TEST(r.out == "hi\n");
+  BOOST_TEST(r.exit_code == 0);
+}
+
+BOOST_AUTO_TEST_CASE(passes_the_command_exit_code_and_stderr) {
+  auto r = cli({"run", "--", "/bin/sh", "-c", "echo oops >&2; exit 4"});
+  BOOST_TEST(r.err == "oops\n");
+  BOOST_TEST(r.exit_code == 4);
+}
+
+BOOST_AUTO_TEST_CASE(a_missing_program_is_127) {
+  auto r = cli({"run", "--json", "--", "/nonexistent/program"});
+  BOOST_TEST(r.exit_code == 127);
+  auto j = nlohmann::json::parse(r.out);
+  BOOST_TEST(j["exit_code"] == 127);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+BOOST_AUTO_TEST_SUITE(embed_example)
+
+BOOST_AUTO_TEST_CASE(ten_thousand_results_all_match_their_requests) {
+  auto r = run_process({castellan::test::build_dir() + "/bin/example_embed"}, {}, 300);
+  BOOST_TEST_MESSAGE(r.out);
+  BOOST_TEST(r.exit_code == 0, r.out << r.err);
+  BOOST_TEST(r.out.find("10000 results from 8 requesters, pool of 4: 0 mismatched") !=
+             std::string::npos);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
