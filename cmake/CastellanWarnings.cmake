@@ -3,7 +3,7 @@
 function(castellan_target_warnings target)
   target_compile_options(${target} PRIVATE
     -Wall -Wextra -Wshadow -Wconversion -Wsign-conversion -Wnon-virtual-dtor
-    -Wold-style-cast -Wcast-align -Woverloaded-virtual -Wnull-dereference
+    -Wold-style-cast -Wcast-align -Woverloaded-virtual
     -Wformat=2 -Wimplicit-fallthrough)
   if(CASTELLAN_WERROR)
     target_compile_options(${target} PRIVATE -Werror)

@@ -42,6 +42,34 @@ struct resource_limits {
   uint32_t cpu_percent = 0; ///< of one core
 };
 
+/// How ids inside the worker's user namespace map to the host. The worker
+/// runs as one fixed unprivileged id inside; on the host it is `outside_*`.
+/// Mapping anything to host root (0) is refused.
+struct id_mapping {
+  /// `outside_uid`/`outside_gid` value meaning: the supervisor's own id when
+  /// it is not root, 65534 (nobody) when it is.
+  static constexpr int64_t automatic = -1;
+
+  uint32_t inside_uid = 1000;
+  uint32_t inside_gid = 1000;
+  int64_t outside_uid = automatic;
+  int64_t outside_gid = automatic;
+};
+
+/// The cgroups the worker is placed in before it runs anything. The caller
+/// creates them (platform/linux/cgroups.hpp: `worker_cgroup`) and owns their
+/// removal; spawn_worker only puts the child in.
+struct cgroup_placement {
+  /// Directories whose cgroup.procs receives the child's pid before it is
+  /// released (cgroup v1: one per hierarchy; v2: the one directory).
+  std::vector<std::string> directories;
+  /// A cgroup v2 directory to clone the child straight into
+  /// (CLONE_INTO_CGROUP: no window outside its limits). Empty = none.
+  std::string clone_into;
+
+  bool empty() const noexcept { return directories.empty() && clone_into.empty(); }
+};
+
 /// `parent_fd` in the supervisor becomes `child_fd` in the worker.
 struct fd_mapping {
   int parent_fd = -1;
@@ -65,6 +93,15 @@ struct worker_spec {
   resource_limits limits;
   std::string policy_json;     ///< the policy the worker applies to itself (Landlock, seccomp)
   bool die_with_parent = true; ///< PR_SET_PDEATHSIG(SIGKILL)
+
+  // --- isolation_mode::namespaces only ------------------------------------
+  id_mapping ids;          ///< user namespace id maps (namespaces.user is required)
+  cgroup_placement cgroup; ///< required when any of `limits` is set
+  /// The executable keeps CAP_SYS_ADMIN, CAP_SETPCAP and CAP_NET_ADMIN in its
+  /// own user namespace (as ambient capabilities) so that, as PID 1, it can
+  /// build its root; it must drop them before it runs untrusted code.
+  /// false = it starts with no capabilities at all.
+  bool setup_capabilities = true;
 };
 
 } // namespace castellan::platform

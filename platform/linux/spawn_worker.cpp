@@ -1,11 +1,20 @@
 /// @file spawn_worker.cpp
 /// The Linux backend of spawn_worker: clone3 with CLONE_PIDFD, a clean fd
-/// table and environment, and an exec error reported through a pipe.
+/// table and environment, and a start-up error reported through a pipe.
+///
+/// Two modes:
+/// - isolation_mode::none: a plain child process.
+/// - isolation_mode::namespaces: the child is born in new namespaces by
+///   clone_sandboxed (namespaces.hpp): the parent writes its id maps and puts
+///   it in its cgroups before releasing it; it becomes the unprivileged
+///   sandbox user, keeps only the setup capabilities (ambient, inside its own
+///   user namespace), and execs the worker, which is PID 1 of its pid
+///   namespace.
 ///
 /// The child runs in a copy of a multi-threaded process: between clone3 and
 /// execve it may only make async-signal-safe calls, so everything it needs
-/// (argv, envp, the fd plan) is prepared before the clone and the child
-/// allocates nothing.
+/// (argv, envp, the fd plan, the id maps) is prepared before the clone and
+/// the child allocates nothing.
 
 #include "platform/spawn_worker.hpp"
 
@@ -13,6 +22,7 @@
 #include <linux/close_range.h>
 #include <linux/sched.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -22,20 +32,67 @@
 #include <cstring>
 #include <set>
 
+#include "platform/linux/namespaces.hpp"
+
 namespace castellan::platform {
 
 namespace {
 
-/// The child side: never returns. Failures are reported as an errno through
+/// Everything the child needs to exec, prepared before the clone.
+struct exec_plan {
+  const worker_spec* spec;
+  char* const* argv;
+  char* const* envp;
+  const int* staged; ///< spec->fds[i].parent_fd, duplicated above every target
+};
+
+/// Default dispositions for every signal, then an empty mask (in that order:
+/// no handler of the supervisor may run in the child).
+void reset_signals() noexcept {
+  struct sigaction dfl;
+  std::memset(&dfl, 0, sizeof dfl);
+  dfl.sa_handler = SIG_DFL;
+  for (int sig = 1; sig < NSIG; ++sig)
+    ::sigaction(sig, &dfl, nullptr); // EINVAL for SIGKILL/SIGSTOP is fine
+  sigset_t none;
+  sigemptyset(&none);
+  ::sigprocmask(SIG_SETMASK, &none, nullptr);
+}
+
+/// Applies the fd plan: returns the failing step's errno (0 on success) and
+/// the step in `step`. The descriptors above the targets (the staged copies,
+/// whatever the supervisor had open, the status pipe) become close-on-exec.
+int apply_fd_plan(const exec_plan& plan, child_step& step) noexcept {
+  const auto& fds = plan.spec->fds;
+  int max_target = -1;
+  step = child_step::fd_plan;
+  for (std::size_t i = 0; i < fds.size(); ++i) {
+    if (::dup2(plan.staged[i], fds[i].child_fd) < 0)
+      return errno;
+    max_target = std::max(max_target, fds[i].child_fd);
+  }
+  for (int fd = 0; fd <= max_target; ++fd) {
+    bool keep = false;
+    for (const auto& m : fds)
+      keep = keep || m.child_fd == fd;
+    if (!keep)
+      ::close(fd);
+  }
+  step = child_step::close_range;
+  if (::close_range(static_cast<unsigned>(max_target + 1), ~0u, CLOSE_RANGE_CLOEXEC) != 0)
+    return errno;
+  return 0;
+}
+
+/// The plain child: never returns. Failures are reported as an errno through
 /// `err_fd` followed by _exit(127).
-[[noreturn]] void run_child(const worker_spec& spec, char* const* argv, char* const* envp,
-                            const std::vector<int>& staged, int err_fd, pid_t parent) {
+[[noreturn]] void run_plain_child(const exec_plan& plan, int err_fd, pid_t parent) {
   auto fail = [err_fd](int err) {
     ssize_t ignored = ::write(err_fd, &err, sizeof err);
     (void)ignored;
     ::_exit(127);
   };
-  if (spec.die_with_parent) {
+  if (plan.spec->die_with_parent) {
     if (::prctl(PR_SET_PDEATHSIG, SIGKILL) != 0)
       fail(errno);
     // The parent may have died between clone3 and prctl.
@@ -44,46 +101,35 @@ namespace {
   }
   // CAF threads block some signals and the supervisor may ignore SIGPIPE: the
   // worker starts from the defaults.
-  sigset_t none;
-  sigemptyset(&none);
-  ::sigprocmask(SIG_SETMASK, &none, nullptr);
-  struct sigaction dfl;
-  std::memset(&dfl, 0, sizeof dfl);
-  dfl.sa_handler = SIG_DFL;
-  for (int sig = 1; sig < NSIG; ++sig)
-    ::sigaction(sig, &dfl, nullptr); // EINVAL for SIGKILL/SIGSTOP is fine
-
-  // `staged` holds each parent fd duplicated above every target, so that the
-  // dup2 calls below cannot clobber a source that is still needed.
-  int max_target = -1;
-  for (std::size_t i = 0; i < spec.fds.size(); ++i) {
-    if (::dup2(staged[i], spec.fds[i].child_fd) < 0)
-      fail(errno);
-    max_target = std::max(max_target, spec.fds[i].child_fd);
-  }
-  for (int fd = 0; fd <= max_target; ++fd) {
-    bool keep = false;
-    for (const auto& m : spec.fds)
-      keep = keep || m.child_fd == fd;
-    if (!keep)
-      ::close(fd);
-  }
-  // Everything above the targets (the staged copies, whatever the supervisor
-  // had open) is closed on exec; the error pipe stays open until then.
-  if (::close_range(static_cast<unsigned>(max_target + 1), ~0u, CLOSE_RANGE_CLOEXEC) != 0)
-    fail(errno);
-  ::execve(spec.executable.c_str(), argv, envp);
+  reset_signals();
+  child_step step;
+  if (int err = apply_fd_plan(plan, step))
+    fail(err);
+  ::execve(plan.spec->executable.c_str(), plan.argv, plan.envp);
   fail(errno);
+  ::_exit(127);
 }
 
-outcome<void> validate(const worker_spec& spec) {
-  // Fail closed: this backend starts plain processes; a spec that asks for
-  // isolation must go to a backend that applies it, never run without it.
-  if (spec.isolation != isolation_mode::none || spec.namespaces.any() || !spec.mounts.empty() ||
-      spec.limits.memory_bytes != 0 || spec.limits.pids != 0 || spec.limits.cpu_percent != 0)
-    return logic_failure("spawn_worker: the spec asks for isolation (namespaces, mounts or "
-                         "limits) that the plain-process backend cannot apply; refusing to "
-                         "start an unisolated worker");
+/// The sandboxed child, after clone_sandboxed's start-up steps.
+int run_sandboxed_child(sandbox_child& self, void* arg) noexcept {
+  const auto& plan = *static_cast<const exec_plan*>(arg);
+  reset_signals();
+  // Leave the supervisor's working directory behind (the worker pivots
+  // anyway; a program that does not should not hold a host directory).
+  if (::chdir("/") != 0)
+    self.fail(child_step::fd_plan, errno);
+  child_step step;
+  if (int err = apply_fd_plan(plan, step))
+    self.fail(step, err);
+  ::execve(plan.spec->executable.c_str(), plan.argv, plan.envp);
+  self.fail(child_step::execve, errno);
+}
+
+bool limits_requested(const resource_limits& l) {
+  return l.memory_bytes != 0 || l.pids != 0 || l.cpu_percent != 0;
+}
+
+outcome<void> validate_common(const worker_spec& spec) {
   if (spec.executable.empty() || spec.executable.front() != '/')
     return logic_failure("spawn_worker: executable must be an absolute path, got '" +
                          spec.executable + "'");
@@ -101,6 +147,41 @@ outcome<void> validate(const worker_spec& spec) {
   return {};
 }
 
+outcome<void> validate(const worker_spec& spec) {
+  if (spec.isolation == isolation_mode::none) {
+    // Fail closed: this mode starts plain processes; a spec that asks for
+    // isolation must get it, never run without it.
+    if (spec.namespaces.any() || !spec.mounts.empty() || limits_requested(spec.limits) ||
+        !spec.cgroup.empty())
+      return logic_failure("spawn_worker: the spec asks for isolation (namespaces, mounts, "
+                           "cgroups or limits) but isolation_mode::none cannot apply it; "
+                           "refusing to start an unisolated worker");
+    return validate_common(spec);
+  }
+  const namespace_set& ns = spec.namespaces;
+  if (!ns.user)
+    return logic_failure("spawn_worker: isolation_mode::namespaces needs a user namespace "
+                         "(namespaces.user); refusing to start a worker with host "
+                         "credentials");
+  if (!spec.mounts.empty() && !ns.mount)
+    return logic_failure("spawn_worker: mounts need a mount namespace (namespaces.mount)");
+  if (!spec.hostname.empty() && !ns.uts)
+    return logic_failure("spawn_worker: a hostname needs a UTS namespace (namespaces.uts)");
+  if (limits_requested(spec.limits) && spec.cgroup.empty())
+    return logic_failure("spawn_worker: limits are set but no cgroup enforces them: create a "
+                         "worker_cgroup (platform/linux/cgroups.hpp) with these limits and "
+                         "put its directories in spec.cgroup; refusing to start an unlimited "
+                         "worker");
+  for (const auto& dir : spec.cgroup.directories) {
+    struct stat st;
+    if (dir.empty() || dir.front() != '/')
+      return logic_failure("spawn_worker: cgroup directory '" + dir + "' is not absolute");
+    if (::stat((dir + "/cgroup.procs").c_str(), &st) != 0)
+      return errno_failure("spawn_worker: cgroup " + dir + "/cgroup.procs");
+  }
+  return validate_common(spec);
+}
+
 } // namespace
 
 outcome<spawned_worker> spawn_worker(const worker_spec& spec) {
@@ -116,7 +197,7 @@ outcome<spawned_worker> spawn_worker(const worker_spec& spec) {
     envp.push_back(const_cast<char*>(e.c_str()));
   envp.push_back(nullptr);
 
-  // Stage every source fd and the error pipe above all targets.
+  // Stage every source fd (and the start-up pipes) above all targets.
   int floor = 3;
   for (const auto& m : spec.fds)
     floor = std::max({floor, m.child_fd + 1, m.parent_fd + 1});
@@ -129,6 +210,28 @@ outcome<spawned_worker> spawn_worker(const worker_spec& spec) {
     staged_owned.emplace_back(fd);
     staged.push_back(fd);
   }
+  exec_plan plan{&spec, argv.data(), envp.data(), staged.data()};
+
+  if (spec.isolation == isolation_mode::namespaces) {
+    // The staged copies sit at [floor, floor + n): the start-up pipes go above.
+    sandbox_clone_options options;
+    options.namespaces = spec.namespaces;
+    options.ids = spec.ids;
+    options.cgroup = spec.cgroup;
+    options.setup_capabilities = spec.setup_capabilities;
+    options.die_with_parent = spec.die_with_parent;
+    options.hostname = spec.hostname;
+    options.fd_floor = floor;
+    auto child = clone_sandboxed(options, run_sandboxed_child, &plan);
+    if (!child)
+      return failure{child.error().code,
+                     "spawn_worker: " + spec.executable + ": " + child.error().message};
+    spawned_worker out;
+    out.pid = child->pid;
+    out.pidfd = std::move(child->pidfd);
+    return out;
+  }
+
   int pipe_fds[2];
   if (::pipe2(pipe_fds, O_CLOEXEC) != 0)
     return errno_failure("spawn_worker: pipe2");
@@ -150,7 +253,7 @@ outcome<spawned_worker> spawn_worker(const worker_spec& spec) {
   if (rc < 0)
     return errno_failure("spawn_worker: clone3");
   if (rc == 0)
-    run_child(spec, argv.data(), envp.data(), staged, err_write.get(), parent);
+    run_plain_child(plan, err_write.get(), parent);
 
   spawned_worker child;
   child.pid = static_cast<pid_t>(rc);

@@ -1,0 +1,55 @@
+#pragma once
+
+/// @file enforcement_report.hpp
+/// What was asked of a worker's sandbox and what is actually in force, layer
+/// by layer; attached to results so that an operator can see, e.g., that a
+/// kernel without Landlock TCP rules ran a policy without them.
+
+#include <sys/types.h>
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "ipc/result.hpp"
+#include "platform/linux/capabilities.hpp"
+#include "platform/linux/cgroups.hpp"
+#include "platform/linux/landlock.hpp"
+#include "platform/linux/root_builder.hpp"
+#include "platform/linux/seccomp_filter.hpp"
+#include "platform/worker_spec.hpp"
+
+namespace castellan::platform {
+
+struct cgroup_enforcement {
+  std::string controllers; ///< "memory=v1,pids=v1,cpu=v1,…"
+  cgroup_limits requested;
+  cgroup_applied_limits in_force;
+};
+
+struct enforcement_report {
+  std::vector<std::string> namespaces_requested;
+  std::vector<std::string> namespaces_in_force;
+  /// "none (private network namespace, loopback only)" or "host".
+  std::string network = "host";
+  std::optional<cgroup_enforcement> cgroup;
+  std::optional<root_report> root;
+  bool landlock_requested = false;
+  std::optional<landlock_report> landlock;
+  bool seccomp_requested = false;
+  std::optional<seccomp_report> seccomp;
+  std::optional<capabilities_report> capabilities;
+
+  /// One JSON object; absent layers are null.
+  std::string to_json() const;
+};
+
+/// The supervisor's side of the report for a spawned worker: namespaces
+/// requested (from `spec`) and in force (read from /proc/<pid>/ns), network.
+outcome<enforcement_report> spawn_enforcement(const worker_spec& spec, pid_t pid);
+
+/// The cgroup part: where each controller is, the limits asked and read back.
+outcome<cgroup_enforcement> cgroup_enforcement_of(const worker_cgroup& cg,
+                                                  const cgroup_limits& requested);
+
+} // namespace castellan::platform

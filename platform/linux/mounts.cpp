@@ -1,0 +1,136 @@
+#include "platform/linux/mounts.hpp"
+
+#include <fcntl.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cstdio>
+
+namespace castellan::platform {
+
+outcome<void> make_mounts_private() {
+  if (::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0)
+    return errno_failure("mount --make-rprivate /");
+  return {};
+}
+
+outcome<detached_tree> clone_tree(const std::string& source) {
+  detached_tree tree;
+  tree.source = source;
+  tree.fd.reset(::open_tree(AT_FDCWD, source.c_str(),
+                            OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE));
+  if (!tree.fd)
+    return errno_failure("open_tree(OPEN_TREE_CLONE|AT_RECURSIVE) " + source);
+  struct stat st;
+  if (::fstat(tree.fd.get(), &st) != 0)
+    return errno_failure("fstat detached tree of " + source);
+  tree.is_dir = S_ISDIR(st.st_mode);
+  return tree;
+}
+
+outcome<void> set_tree_attributes(int tree_fd, uint64_t set, uint64_t clear, bool recursive,
+                                  const std::string& what) {
+  mount_attr attr{};
+  attr.attr_set = set;
+  attr.attr_clr = clear;
+  const unsigned flags = AT_EMPTY_PATH | (recursive ? unsigned{AT_RECURSIVE} : 0u);
+  if (::mount_setattr(tree_fd, "", flags, &attr, sizeof attr) != 0)
+    return errno_failure("mount_setattr " + what);
+  return {};
+}
+
+outcome<void> attach_tree(const detached_tree& tree, const std::string& target) {
+  if (::move_mount(tree.fd.get(), "", AT_FDCWD, target.c_str(), MOVE_MOUNT_F_EMPTY_PATH) != 0)
+    return errno_failure("move_mount " + tree.source + " onto " + target);
+  return {};
+}
+
+outcome<void> mount_tmpfs(const std::string& target, uint64_t size_bytes, unsigned mode,
+                          bool exec, const std::string& name) {
+  char data[64];
+  if (size_bytes != 0)
+    std::snprintf(data, sizeof data, "size=%llu,mode=%o",
+                  static_cast<unsigned long long>(size_bytes), mode);
+  else
+    std::snprintf(data, sizeof data, "mode=%o", mode);
+  unsigned long flags = MS_NOSUID | MS_NODEV;
+  if (!exec)
+    flags |= MS_NOEXEC;
+  if (::mount(name.c_str(), target.c_str(), "tmpfs", flags, data) != 0)
+    return errno_failure("mount tmpfs (" + std::string(data) + ") on " + target);
+  return {};
+}
+
+outcome<std::string> mount_proc(const std::string& target, bool hide_pids, bool subset_pid) {
+  // Strongest first. subset=pid leaves only the process directories (no
+  // /proc/sys, /proc/kcore…); hidepid hides other users' processes.
+  const char* const candidates[] = {"hidepid=invisible,subset=pid", "subset=pid",
+                                    "hidepid=invisible", "hidepid=2", ""};
+  int last_errno = 0;
+  for (const char* options : candidates) {
+    const std::string o = options;
+    if (!subset_pid && o.find("subset") != std::string::npos)
+      continue;
+    if (!hide_pids && o.find("hidepid") != std::string::npos)
+      continue;
+    if (::mount("proc", target.c_str(), "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC,
+                o.empty() ? nullptr : o.c_str()) == 0)
+      return o;
+    last_errno = errno;
+    if (last_errno != EINVAL && last_errno != EPERM)
+      break;
+  }
+  return errno_failure("mount proc on " + target + " (no option set accepted)", last_errno);
+}
+
+outcome<void> remount_read_only(const std::string& target) {
+  mount_attr attr{};
+  attr.attr_set = MOUNT_ATTR_RDONLY;
+  if (::mount_setattr(AT_FDCWD, target.c_str(), 0, &attr, sizeof attr) != 0)
+    return errno_failure("mount_setattr MOUNT_ATTR_RDONLY " + target);
+  return {};
+}
+
+outcome<void> pivot_to(const std::string& new_root) {
+  if (::chdir(new_root.c_str()) != 0)
+    return errno_failure("chdir " + new_root);
+  // With new_root == put_old the old root ends up stacked on the new one, at
+  // ".", without needing a directory for it.
+  if (::syscall(SYS_pivot_root, ".", ".") != 0)
+    return errno_failure("pivot_root " + new_root);
+  if (::umount2(".", MNT_DETACH) != 0)
+    return errno_failure("umount2(MNT_DETACH) the old root");
+  if (::chdir("/") != 0)
+    return errno_failure("chdir / after pivot_root");
+  return {};
+}
+
+outcome<void> make_directories(const std::string& base, const std::string& relative) {
+  unique_fd dir(::open(base.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+  if (!dir)
+    return errno_failure("open " + base);
+  std::size_t pos = 0;
+  std::string done = base;
+  while (pos < relative.size()) {
+    std::size_t end = relative.find('/', pos);
+    if (end == std::string::npos)
+      end = relative.size();
+    const std::string part = relative.substr(pos, end - pos);
+    pos = end + 1;
+    if (part.empty())
+      continue;
+    done += "/" + part;
+    if (::mkdirat(dir.get(), part.c_str(), 0755) != 0 && errno != EEXIST)
+      return errno_failure("mkdir " + done);
+    unique_fd next(::openat(dir.get(), part.c_str(),
+                            O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+    if (!next)
+      return errno_failure("open " + done + " (a directory, not a symlink)");
+    dir = std::move(next);
+  }
+  return {};
+}
+
+} // namespace castellan::platform

@@ -1,0 +1,62 @@
+#pragma once
+
+/// @file mounts.hpp
+/// Mount primitives for building a worker's root, each one system call (or a
+/// short fixed sequence) that succeeds or names the path and the errno. The
+/// pipeline that uses them is root_builder.hpp.
+
+#include <cstdint>
+#include <string>
+
+#include "ipc/result.hpp"
+#include "ipc/unique_fd.hpp"
+
+namespace castellan::platform {
+
+/// A copy of a mount tree that is attached nowhere (open_tree with
+/// OPEN_TREE_CLONE | AT_RECURSIVE). It keeps what it shows even after its
+/// source is covered or unmounted, until attached with `attach_tree`.
+struct detached_tree {
+  unique_fd fd;
+  bool is_dir = false;
+  std::string source;
+};
+
+/// mount(NULL, "/", NULL, MS_REC | MS_PRIVATE): nothing done in this mount
+/// namespace propagates back to the host.
+outcome<void> make_mounts_private();
+
+/// Captures `source` (symlinks in it followed) as a detached tree.
+outcome<detached_tree> clone_tree(const std::string& source);
+
+/// mount_setattr on a detached or attached tree: sets and clears MOUNT_ATTR_*
+/// bits, on every mount of the tree when `recursive`.
+outcome<void> set_tree_attributes(int tree_fd, uint64_t set, uint64_t clear, bool recursive,
+                                  const std::string& what);
+
+/// Attaches `tree` on `target` (an existing directory or file: the mount point).
+outcome<void> attach_tree(const detached_tree& tree, const std::string& target);
+
+/// A tmpfs of at most `size_bytes` (0: the kernel default, half of RAM) with
+/// root directory mode `mode`; always nosuid and nodev, noexec unless `exec`.
+outcome<void> mount_tmpfs(const std::string& target, uint64_t size_bytes, unsigned mode,
+                          bool exec, const std::string& name = "tmpfs");
+
+/// A fresh procfs at `target`, nosuid/nodev/noexec, trying the option sets in
+/// order of strength (hidepid=invisible and subset=pid first) and returning
+/// the one in force ("" = no options). `hide_pids`/`subset_pid` false skip
+/// those options.
+outcome<std::string> mount_proc(const std::string& target, bool hide_pids, bool subset_pid);
+
+/// Makes the mount at `target` read-only (that mount only, not the ones on it).
+outcome<void> remount_read_only(const std::string& target);
+
+/// Makes `new_root` (a mount point) the root: chdir, pivot_root(".", "."),
+/// then detaches the old root stacked on it, and chdir("/").
+outcome<void> pivot_to(const std::string& new_root);
+
+/// mkdir -p inside `base` for `relative` (components created 0755; never
+/// follows a symlink).
+outcome<void> make_directories(const std::string& base, const std::string& relative);
+
+} // namespace castellan::platform

@@ -1,0 +1,390 @@
+#include "platform/linux/root_builder.hpp"
+
+#include <fcntl.h>
+#include <glob.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <set>
+
+#include "ipc/unique_fd.hpp"
+#include "platform/linux/mounts.hpp"
+
+namespace castellan::platform {
+
+namespace {
+
+const char* const dev_nodes[] = {"null", "zero", "full", "random", "urandom"};
+
+bool normalised_absolute(const std::string& p) {
+  if (p.size() < 2 || p.front() != '/' || p.back() == '/')
+    return false;
+  std::size_t pos = 1;
+  while (pos <= p.size()) {
+    std::size_t end = p.find('/', pos);
+    if (end == std::string::npos)
+      end = p.size();
+    const std::string part = p.substr(pos, end - pos);
+    if (part.empty() || part == "." || part == "..")
+      return false;
+    pos = end + 1;
+  }
+  return true;
+}
+
+std::string parent_of(const std::string& p) {
+  const auto slash = p.rfind('/');
+  return slash == 0 ? std::string() : p.substr(1, slash - 1); // relative to the root
+}
+
+std::string mib(uint64_t bytes) {
+  return bytes % (1 << 20) == 0 ? std::to_string(bytes >> 20) + " MiB"
+                                : std::to_string(bytes) + " bytes";
+}
+
+/// One step of the pipeline: "build root: <step>: <detail>".
+failure at(const char* step, const failure& f) {
+  return f.wrap(std::string("build root: ") + step);
+}
+
+/// Creates the mount point for a tree: a directory, or an empty file.
+outcome<void> make_mount_point(const std::string& root, const std::string& target, bool dir) {
+  if (auto r = make_directories(root, parent_of(target)); !r)
+    return r;
+  const std::string full = root + target;
+  if (dir) {
+    if (::mkdir(full.c_str(), 0755) != 0 && errno != EEXIST)
+      return errno_failure("mkdir " + full);
+    return {};
+  }
+  unique_fd fd(::open(full.c_str(), O_CREAT | O_WRONLY | O_NOFOLLOW | O_CLOEXEC, 0444));
+  if (!fd)
+    return errno_failure("create mount point " + full);
+  return {};
+}
+
+outcome<void> write_generated(const std::string& root, const generated_file& f) {
+  if (auto r = make_directories(root, parent_of(f.path)); !r)
+    return r;
+  const std::string full = root + f.path;
+  unique_fd fd(::open(full.c_str(), O_CREAT | O_EXCL | O_WRONLY | O_NOFOLLOW | O_CLOEXEC, 0600));
+  if (!fd)
+    return errno_failure("create " + full);
+  std::size_t done = 0;
+  while (done < f.content.size()) {
+    const ssize_t n = ::write(fd.get(), f.content.data() + done, f.content.size() - done);
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n < 0)
+      return errno_failure("write " + full);
+    done += static_cast<std::size_t>(n);
+  }
+  if (::fchmod(fd.get(), f.mode) != 0)
+    return errno_failure("chmod " + full);
+  return {};
+}
+
+outcome<void> make_symlink(const std::string& root, const symlink_entry& s) {
+  if (auto r = make_directories(root, parent_of(s.path)); !r)
+    return r;
+  const std::string full = root + s.path;
+  if (::symlink(s.points_to.c_str(), full.c_str()) != 0)
+    return errno_failure("symlink " + full + " -> " + s.points_to);
+  return {};
+}
+
+struct captured {
+  const bind_mount* spec;
+  bind_mount own; ///< for binds build_root adds itself (/dev nodes)
+  detached_tree tree;
+};
+
+} // namespace
+
+outcome<void> validate(const root_spec& spec) {
+  std::set<std::string> targets;
+  auto check = [&](const std::string& path, const char* what, bool unique) -> outcome<void> {
+    if (!normalised_absolute(path))
+      return logic_failure(std::string("root spec: ") + what + " '" + path +
+                           "' is not a normalised absolute path (no '.', '..', '//', "
+                           "trailing '/', and not '/')");
+    if (unique && !targets.insert(path).second)
+      return logic_failure(std::string("root spec: ") + what + " '" + path +
+                           "' appears twice");
+    return {};
+  };
+  if (spec.staging_dir.empty() || spec.staging_dir.front() != '/')
+    return logic_failure("root spec: staging_dir must be absolute");
+  if (spec.proc)
+    targets.insert("/proc");
+  if (spec.minimal_dev) {
+    for (const char* n : dev_nodes)
+      targets.insert(std::string("/dev/") + n);
+    if (spec.dev_shm_size_bytes != 0)
+      targets.insert("/dev/shm");
+  }
+  for (const auto& b : spec.binds) {
+    if (b.source.empty() || b.source.front() != '/')
+      return logic_failure("root spec: bind source '" + b.source + "' is not absolute");
+    if (auto r = check(b.target, "bind target", true); !r)
+      return r;
+  }
+  for (const auto& t : spec.tmpfs)
+    if (auto r = check(t.target, "tmpfs target", true); !r)
+      return r;
+  for (const auto& f : spec.files)
+    if (auto r = check(f.path, "file", true); !r)
+      return r;
+  for (const auto& s : spec.symlinks) {
+    if (auto r = check(s.path, "symlink", true); !r)
+      return r;
+    if (s.points_to.empty())
+      return logic_failure("root spec: symlink '" + s.path + "' points nowhere");
+  }
+  if (!spec.workdir.empty() && spec.workdir.front() != '/')
+    return logic_failure("root spec: workdir '" + spec.workdir + "' is not absolute");
+  return {};
+}
+
+outcome<root_report> build_root(const root_spec& spec) {
+  if (auto r = validate(spec); !r)
+    return r.error();
+  root_report report;
+  const std::string& root = spec.staging_dir;
+
+  // 1. Nothing we do may propagate to the host's mounts.
+  if (auto r = make_mounts_private(); !r)
+    return at("make / private", r.error());
+
+  // 2. Capture every bind source as a detached tree *before* covering
+  //    anything (the staging tmpfs may cover a source).
+  std::vector<captured> trees;
+  auto capture = [&](const bind_mount* b, bind_mount own) -> outcome<void> {
+    const bind_mount& m = b ? *b : own;
+    auto tree = clone_tree(m.source);
+    if (!tree) {
+      if (m.optional && tree.error().code == ENOENT) {
+        report.skipped.push_back(m.target + " (" + m.source + " missing)");
+        return {};
+      }
+      return at("capture bind source", tree.error());
+    }
+    uint64_t set = MOUNT_ATTR_NOSUID;
+    if (!m.writable)
+      set |= MOUNT_ATTR_RDONLY;
+    if (!m.device)
+      set |= MOUNT_ATTR_NODEV;
+    if (m.device || !m.exec)
+      set |= MOUNT_ATTR_NOEXEC;
+    if (auto r = set_tree_attributes(tree->fd.get(), set, 0, true, m.source); !r)
+      return at("restrict bind", r.error());
+    trees.push_back(captured{b, std::move(own), std::move(*tree)});
+    return {};
+  };
+  for (const auto& b : spec.binds)
+    if (auto r = capture(&b, {}); !r)
+      return r.error();
+  if (spec.minimal_dev) {
+    for (const char* n : dev_nodes) {
+      bind_mount dev;
+      dev.source = dev.target = std::string("/dev/") + n;
+      dev.writable = true; // device nodes ignore the mount's read-only flag anyway
+      dev.device = true;
+      if (auto r = capture(nullptr, dev); !r)
+        return r.error();
+    }
+  }
+
+  // 3. The new root: a small tmpfs.
+  if (auto r = mount_tmpfs(root, spec.root_size_bytes, 0755, false, "castellan-root"); !r)
+    return at("root tmpfs", r.error());
+  report.mounted.push_back("/ (tmpfs " + mib(spec.root_size_bytes) + ")");
+
+  // 4. The binds, in order.
+  for (auto& c : trees) {
+    const bind_mount& m = c.spec ? *c.spec : c.own;
+    if (auto r = make_mount_point(root, m.target, c.tree.is_dir); !r)
+      return at("mount point", r.error());
+    if (auto r = attach_tree(c.tree, root + m.target); !r)
+      return at("attach bind", r.error());
+    report.mounted.push_back(m.target + " (bind " + (m.writable ? "rw" : "ro") +
+                             (m.device ? " device" : "") + ")");
+  }
+  trees.clear();
+
+  // 5. tmpfs mounts (/tmp, /dev/shm).
+  std::vector<tmpfs_mount> tmpfs = spec.tmpfs;
+  if (spec.minimal_dev && spec.dev_shm_size_bytes != 0)
+    tmpfs.push_back(tmpfs_mount{"/dev/shm", spec.dev_shm_size_bytes, 01777, false});
+  for (const auto& t : tmpfs) {
+    if (auto r = make_directories(root, t.target.substr(1)); !r)
+      return at("tmpfs mount point", r.error());
+    if (auto r = mount_tmpfs(root + t.target, t.size_bytes, t.mode, t.exec); !r)
+      return at("tmpfs", r.error());
+    report.mounted.push_back(t.target + " (tmpfs " + mib(t.size_bytes) + ")");
+  }
+
+  // 6. Generated files.
+  for (const auto& f : spec.files)
+    if (auto r = write_generated(root, f); !r)
+      return at("generated file", r.error());
+
+  // 7. A fresh /proc for our pid namespace (while the host's /proc is still
+  //    visible in this mount namespace: the kernel requires it).
+  if (spec.proc) {
+    if (auto r = make_directories(root, "proc"); !r)
+      return at("proc mount point", r.error());
+    auto options = mount_proc(root + "/proc", spec.proc_hide_pids, spec.proc_subset_pid);
+    if (!options)
+      return at("proc", options.error());
+    report.proc_options = options->empty() ? "defaults" : *options;
+    report.mounted.push_back("/proc (proc " + report.proc_options + ")");
+  }
+
+  // 8. Symlinks, last: no path above may resolve through one.
+  std::vector<symlink_entry> links = spec.symlinks;
+  if (spec.minimal_dev) {
+    links.push_back({"/dev/fd", "/proc/self/fd"});
+    links.push_back({"/dev/stdin", "/proc/self/fd/0"});
+    links.push_back({"/dev/stdout", "/proc/self/fd/1"});
+    links.push_back({"/dev/stderr", "/proc/self/fd/2"});
+  }
+  for (const auto& s : links)
+    if (auto r = make_symlink(root, s); !r)
+      return at("symlink", r.error());
+
+  // 9. Read-only root (the mounts on it keep their own flags).
+  if (spec.read_only) {
+    if (auto r = remount_read_only(root); !r)
+      return at("read-only root", r.error());
+    report.read_only = true;
+  }
+
+  // 10. Switch roots and drop the host's mount tree.
+  if (auto r = pivot_to(root); !r)
+    return at("pivot_root", r.error());
+
+  if (!spec.hostname.empty()) {
+    if (::sethostname(spec.hostname.data(), spec.hostname.size()) != 0)
+      return at("sethostname", errno_failure(spec.hostname));
+    report.hostname = spec.hostname;
+  }
+  if (!spec.workdir.empty() && ::chdir(spec.workdir.c_str()) != 0)
+    return at("workdir", errno_failure("chdir " + spec.workdir));
+  return report;
+}
+
+outcome<void> add_mount_entries(root_spec& spec, const std::vector<mount_entry>& entries) {
+  auto drop_target = [&](const std::string& target) {
+    spec.binds.erase(std::remove_if(spec.binds.begin(), spec.binds.end(),
+                                    [&](const bind_mount& b) { return b.target == target; }),
+                     spec.binds.end());
+    spec.tmpfs.erase(std::remove_if(spec.tmpfs.begin(), spec.tmpfs.end(),
+                                    [&](const tmpfs_mount& t) { return t.target == target; }),
+                     spec.tmpfs.end());
+  };
+  for (const auto& e : entries) {
+    switch (e.what) {
+      case mount_entry::kind::bind: {
+        if (e.source.empty() || e.source.front() != '/' || !normalised_absolute(e.target))
+          return logic_failure("mount entry: bind '" + e.source + "' -> '" + e.target +
+                               "' needs an absolute source and a normalised absolute target");
+        drop_target(e.target);
+        bind_mount b;
+        b.source = e.source;
+        b.target = e.target;
+        b.writable = !e.read_only;
+        spec.binds.push_back(b);
+        break;
+      }
+      case mount_entry::kind::tmpfs: {
+        if (!normalised_absolute(e.target))
+          return logic_failure("mount entry: tmpfs target '" + e.target +
+                               "' is not a normalised absolute path");
+        drop_target(e.target);
+        spec.tmpfs.push_back(tmpfs_mount{e.target, e.size_bytes, 01777, false});
+        break;
+      }
+      case mount_entry::kind::proc:
+        spec.proc = true;
+        break;
+      case mount_entry::kind::dev_minimal:
+        spec.minimal_dev = true;
+        break;
+    }
+  }
+  return validate(spec);
+}
+
+root_spec default_root_spec(const default_root_options& options) {
+  root_spec spec;
+  auto ro = [&](const std::string& path, bool optional) {
+    bind_mount b;
+    b.source = b.target = path;
+    b.optional = optional;
+    spec.binds.push_back(b);
+  };
+  ro("/usr", false);
+  // Merged /usr: /bin → usr/bin and friends are symlinks on the host; keep
+  // them symlinks. Otherwise bind the directories.
+  for (const char* top : {"/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"}) {
+    struct stat st;
+    if (::lstat(top, &st) != 0)
+      continue;
+    if (S_ISLNK(st.st_mode)) {
+      char buf[4096];
+      const ssize_t n = ::readlink(top, buf, sizeof buf - 1);
+      if (n > 0)
+        spec.symlinks.push_back({top, std::string(buf, static_cast<std::size_t>(n))});
+    } else if (S_ISDIR(st.st_mode)) {
+      ro(top, false);
+    }
+  }
+  for (const char* etc : {"/etc/ld.so.cache", "/etc/localtime", "/etc/ssl", "/etc/ca-certificates",
+                          "/etc/alternatives", "/etc/mime.types", "/etc/protocols",
+                          "/etc/services", "/etc/gai.conf"})
+    ro(etc, true);
+  glob_t g{};
+  if (::glob("/etc/python3*", GLOB_ONLYDIR, nullptr, &g) == 0) {
+    for (std::size_t i = 0; i < g.gl_pathc; ++i)
+      ro(g.gl_pathv[i], true);
+  }
+  ::globfree(&g);
+  for (const auto& extra : options.extra_read_only)
+    ro(extra, false);
+
+  const std::string uid = std::to_string(options.uid);
+  const std::string gid = std::to_string(options.gid);
+  spec.files.push_back({"/etc/passwd",
+                        "root:x:0:0:root:/root:/usr/sbin/nologin\n"
+                        "sandbox:x:" + uid + ":" + gid + ":sandbox:/tmp:/usr/sbin/nologin\n"
+                        "nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n",
+                        0444});
+  spec.files.push_back({"/etc/group",
+                        "root:x:0:\nsandbox:x:" + gid + ":\nnogroup:x:65534:\n", 0444});
+  spec.files.push_back({"/etc/hosts",
+                        "127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n"
+                        "127.0.1.1\t" + options.hostname + "\n",
+                        0444});
+  spec.files.push_back({"/etc/nsswitch.conf",
+                        "passwd: files\ngroup: files\nshadow: files\nhosts: files\n"
+                        "networks: files\nprotocols: files\nservices: files\n",
+                        0444});
+  spec.tmpfs.push_back(tmpfs_mount{"/tmp", options.tmp_size_bytes, 01777, false});
+  if (!options.workspace_source.empty()) {
+    bind_mount w;
+    w.source = options.workspace_source;
+    w.target = "/workspace";
+    w.writable = true;
+    spec.binds.push_back(w);
+    spec.workdir = "/workspace";
+  } else {
+    spec.workdir = "/tmp";
+  }
+  spec.hostname = options.hostname;
+  return spec;
+}
+
+} // namespace castellan::platform

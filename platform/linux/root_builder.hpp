@@ -1,0 +1,109 @@
+#pragma once
+
+/// @file root_builder.hpp
+/// The worker's root file system: a size-limited tmpfs holding read-only
+/// binds of the system directories, generated /etc files, a fresh /proc, a
+/// minimal /dev, a tmpfs /tmp and an optional writable /workspace; then
+/// pivot_root into it. Run by castellan-worker as PID 1 of its pid namespace,
+/// inside its own user and mount namespaces, before anything untrusted runs.
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "ipc/result.hpp"
+#include "platform/worker_spec.hpp"
+
+namespace castellan::platform {
+
+/// A host path made visible inside the sandbox.
+struct bind_mount {
+  std::string source;    ///< host path (symlinks followed)
+  std::string target;    ///< absolute path inside the sandbox
+  bool writable = false; ///< false: MOUNT_ATTR_RDONLY on the whole tree
+  bool exec = true;      ///< false: MOUNT_ATTR_NOEXEC
+  bool optional = false; ///< a missing source is skipped (and reported), not an error
+  bool device = false;   ///< device nodes stay usable (no NODEV); implies noexec
+};
+
+/// A tmpfs inside the sandbox (always nosuid, nodev).
+struct tmpfs_mount {
+  std::string target;
+  uint64_t size_bytes = 64ull << 20;
+  unsigned mode = 01777;
+  bool exec = false;
+};
+
+/// A file generated inside the sandbox (on the root tmpfs).
+struct generated_file {
+  std::string path;
+  std::string content;
+  unsigned mode = 0444;
+};
+
+/// A symlink inside the sandbox (created last, after every mount).
+struct symlink_entry {
+  std::string path;
+  std::string points_to;
+};
+
+struct root_spec {
+  /// Where the new root is assembled before pivot_root (covered only in the
+  /// worker's mount namespace).
+  std::string staging_dir = "/tmp";
+  uint64_t root_size_bytes = 8ull << 20; ///< the root tmpfs: mount points and generated files
+  bool read_only = true;                 ///< remount the root tmpfs read-only once populated
+  std::vector<bind_mount> binds;         ///< attached in this order (parents first)
+  std::vector<tmpfs_mount> tmpfs;
+  std::vector<generated_file> files;
+  std::vector<symlink_entry> symlinks;
+  bool proc = true;        ///< a fresh /proc for the worker's pid namespace
+  bool proc_hide_pids = true;
+  bool proc_subset_pid = true;
+  bool minimal_dev = true; ///< /dev/{null,zero,full,random,urandom} and fd symlinks, no tty
+  uint64_t dev_shm_size_bytes = 16ull << 20; ///< /dev/shm tmpfs (POSIX shm, semaphores); 0 = none
+  std::string hostname;    ///< sethostname when non-empty (needs a UTS namespace)
+  std::string workdir = "/"; ///< chdir here at the end
+};
+
+/// What build_root did.
+struct root_report {
+  std::vector<std::string> mounted; ///< "/usr (bind ro)", "/tmp (tmpfs 64 MiB)", …
+  std::vector<std::string> skipped; ///< optional binds whose source is missing
+  std::string proc_options = "not mounted";
+  bool read_only = false;
+  std::string hostname;
+};
+
+/// Checks the paths (absolute, normalised, no "..", no duplicate targets).
+outcome<void> validate(const root_spec& spec);
+
+/// Builds the root and pivots into it (see the file comment). Needs
+/// CAP_SYS_ADMIN in the user namespace that owns the current mount and pid
+/// namespaces. Each failure names its step, the path and the errno.
+outcome<root_report> build_root(const root_spec& spec);
+
+/// Inputs of `default_root_spec`.
+struct default_root_options {
+  std::string workspace_source; ///< host directory bound writable at /workspace; empty = none
+  std::vector<std::string> extra_read_only; ///< more host paths, bound read-only at the same path
+  uint64_t tmp_size_bytes = 64ull << 20;
+  std::string hostname = "castellan";
+  uint32_t uid = 1000;
+  uint32_t gid = 1000;
+};
+
+/// What /usr/bin/python3 (and a POSIX shell) need, detected on this host:
+/// /usr read-only; /bin, /sbin, /lib* as symlinks where the host has merged
+/// /usr, else read-only binds; a curated /etc (ld.so.cache, localtime, ssl,
+/// python3*, alternatives…) and generated passwd, group, hosts and
+/// nsswitch.conf; tmpfs /tmp; /proc; minimal /dev; the workspace.
+root_spec default_root_spec(const default_root_options& options = {});
+
+/// Adds the portable mount list of a worker_spec to `spec`: bind → a bind
+/// (read-only unless `read_only` is false), tmpfs → a tmpfs (mode 1777),
+/// proc → spec.proc, dev_minimal → spec.minimal_dev. A target that the spec
+/// already has is replaced.
+outcome<void> add_mount_entries(root_spec& spec, const std::vector<mount_entry>& entries);
+
+} // namespace castellan::platform

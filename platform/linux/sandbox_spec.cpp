@@ -1,0 +1,452 @@
+#include "platform/linux/sandbox_spec.hpp"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <limits>
+#include <nlohmann/json.hpp>
+#include <set>
+
+namespace castellan::platform {
+
+namespace {
+
+using json = nlohmann::json;
+
+constexpr std::size_t max_spec_bytes = 1 << 20;
+
+// --- names of rights --------------------------------------------------------
+
+json fs_names_json(uint64_t mask) { return landlock_fs_names(mask); }
+
+std::optional<uint64_t> fs_alias(const std::string& name) {
+  if (name == "all")
+    return landlock_fs::all;
+  if (name == "read_execute")
+    return landlock_fs::read_execute;
+  return landlock_fs_right(name);
+}
+
+// --- writing ----------------------------------------------------------------
+
+json root_json(const root_spec& r) {
+  json binds = json::array();
+  for (const auto& b : r.binds)
+    binds.push_back({{"source", b.source},     {"target", b.target},
+                     {"writable", b.writable}, {"exec", b.exec},
+                     {"optional", b.optional}, {"device", b.device}});
+  json tmpfs = json::array();
+  for (const auto& t : r.tmpfs)
+    tmpfs.push_back(
+      {{"target", t.target}, {"size_bytes", t.size_bytes}, {"mode", t.mode}, {"exec", t.exec}});
+  json files = json::array();
+  for (const auto& f : r.files)
+    files.push_back({{"path", f.path}, {"content", f.content}, {"mode", f.mode}});
+  json links = json::array();
+  for (const auto& s : r.symlinks)
+    links.push_back({{"path", s.path}, {"points_to", s.points_to}});
+  return {{"staging_dir", r.staging_dir},
+          {"root_size_bytes", r.root_size_bytes},
+          {"read_only", r.read_only},
+          {"binds", binds},
+          {"tmpfs", tmpfs},
+          {"files", files},
+          {"symlinks", links},
+          {"proc", r.proc},
+          {"proc_hide_pids", r.proc_hide_pids},
+          {"proc_subset_pid", r.proc_subset_pid},
+          {"minimal_dev", r.minimal_dev},
+          {"dev_shm_size_bytes", r.dev_shm_size_bytes},
+          {"hostname", r.hostname},
+          {"workdir", r.workdir}};
+}
+
+json landlock_json(const landlock_spec& l) {
+  json paths = json::array();
+  for (const auto& p : l.paths)
+    paths.push_back({{"path", p.path}, {"access", fs_names_json(p.access)}, {"optional", p.optional}});
+  json ports = json::array();
+  for (const auto& p : l.ports)
+    ports.push_back({{"port", p.port}, {"access", landlock_net_names(p.access)}});
+  return {{"enabled", l.enabled},
+          {"best_effort", l.best_effort},
+          {"handled_fs", fs_names_json(l.handled_fs)},
+          {"paths", paths},
+          {"handled_net", landlock_net_names(l.handled_net)},
+          {"ports", ports},
+          {"scoped", landlock_scope_names(l.scoped)}};
+}
+
+json seccomp_json(const seccomp_spec& s) {
+  return {{"enabled", s.enabled}, {"deny", s.deny}, {"kill", s.kill}, {"deny_errno", s.deny_errno}};
+}
+
+// --- reading ----------------------------------------------------------------
+
+/// Reads one JSON object's fields into C++ values. The first error wins and
+/// later calls do nothing; unknown keys are reported by finish().
+class object_reader {
+public:
+  object_reader(const json& j, std::string path, std::string& err)
+    : j_(j), path_(std::move(path)), err_(err) {
+    if (err_.empty() && !j_.is_object())
+      fail(path_, "expected an object");
+  }
+
+  void boolean(const char* key, bool& out) {
+    if (const json* v = field(key, json::value_t::boolean, "a boolean"))
+      out = v->get<bool>();
+  }
+
+  void string(const char* key, std::string& out) {
+    if (const json* v = field(key, json::value_t::string, "a string"))
+      out = v->get<std::string>();
+  }
+
+  template <class T>
+  void unsigned_number(const char* key, T& out) {
+    const json* v = present(key);
+    if (!v)
+      return;
+    if (!v->is_number_unsigned() ||
+        v->get<uint64_t>() > static_cast<uint64_t>(std::numeric_limits<T>::max())) {
+      fail(path_ + "/" + key, "expected an unsigned integer up to " +
+                                std::to_string(std::numeric_limits<T>::max()));
+      return;
+    }
+    out = static_cast<T>(v->get<uint64_t>());
+  }
+
+  void signed_number(const char* key, int& out) {
+    const json* v = present(key);
+    if (!v)
+      return;
+    if (!v->is_number_integer() || v->get<int64_t>() < std::numeric_limits<int>::min() ||
+        v->get<int64_t>() > std::numeric_limits<int>::max()) {
+      fail(path_ + "/" + key, "expected an integer");
+      return;
+    }
+    out = static_cast<int>(v->get<int64_t>());
+  }
+
+  void strings(const char* key, std::vector<std::string>& out) {
+    const json* v = field(key, json::value_t::array, "an array of strings");
+    if (!v)
+      return;
+    out.clear();
+    for (std::size_t i = 0; i < v->size(); ++i) {
+      if (!(*v)[i].is_string()) {
+        fail(path_ + "/" + key + "/" + std::to_string(i), "expected a string");
+        return;
+      }
+      out.push_back((*v)[i].get<std::string>());
+    }
+  }
+
+  /// An array of right names → a mask, through `lookup`.
+  template <class Lookup>
+  void rights(const char* key, uint64_t& out, Lookup lookup) {
+    std::vector<std::string> names;
+    const bool had = present(key) != nullptr;
+    strings(key, names);
+    if (!had || !err_.empty())
+      return;
+    uint64_t mask = 0;
+    for (std::size_t i = 0; i < names.size(); ++i) {
+      auto bit = lookup(names[i]);
+      if (!bit) {
+        fail(path_ + "/" + key + "/" + std::to_string(i), "unknown right '" + names[i] + "'");
+        return;
+      }
+      mask |= *bit;
+    }
+    out = mask;
+  }
+
+  /// Calls `each(element, element_path)` for every element of an array.
+  template <class F>
+  void array(const char* key, F each) {
+    const json* v = field(key, json::value_t::array, "an array");
+    if (!v)
+      return;
+    for (std::size_t i = 0; i < v->size() && err_.empty(); ++i)
+      each((*v)[i], path_ + "/" + key + "/" + std::to_string(i));
+  }
+
+  /// A nested object, or nullptr when absent (or on error).
+  const json* object(const char* key) { return field(key, json::value_t::object, "an object"); }
+
+  void finish() {
+    if (!err_.empty() || !j_.is_object())
+      return;
+    for (auto it = j_.begin(); it != j_.end(); ++it)
+      if (!known_.count(it.key())) {
+        fail(path_ + "/" + it.key(), "unknown key");
+        return;
+      }
+  }
+
+  void fail(const std::string& where, const std::string& what) {
+    if (err_.empty())
+      err_ = (where.empty() ? "/" : where) + ": " + what;
+  }
+
+private:
+  const json* present(const char* key) {
+    known_.insert(key);
+    if (!err_.empty() || !j_.is_object())
+      return nullptr;
+    auto it = j_.find(key);
+    return it == j_.end() ? nullptr : &*it;
+  }
+
+  const json* field(const char* key, json::value_t type, const char* expected) {
+    const json* v = present(key);
+    if (v && v->type() != type) {
+      fail(path_ + "/" + key, std::string("expected ") + expected);
+      return nullptr;
+    }
+    return v;
+  }
+
+  const json& j_;
+  std::string path_;
+  std::string& err_;
+  std::set<std::string> known_;
+};
+
+void read_root(const json& j, const std::string& path, root_spec& r, std::string& err) {
+  object_reader o(j, path, err);
+  o.string("staging_dir", r.staging_dir);
+  o.unsigned_number("root_size_bytes", r.root_size_bytes);
+  o.boolean("read_only", r.read_only);
+  r.binds.clear();
+  o.array("binds", [&](const json& e, const std::string& p) {
+    bind_mount b;
+    object_reader x(e, p, err);
+    x.string("source", b.source);
+    x.string("target", b.target);
+    x.boolean("writable", b.writable);
+    x.boolean("exec", b.exec);
+    x.boolean("optional", b.optional);
+    x.boolean("device", b.device);
+    x.finish();
+    r.binds.push_back(b);
+  });
+  r.tmpfs.clear();
+  o.array("tmpfs", [&](const json& e, const std::string& p) {
+    tmpfs_mount t;
+    object_reader x(e, p, err);
+    x.string("target", t.target);
+    x.unsigned_number("size_bytes", t.size_bytes);
+    x.unsigned_number("mode", t.mode);
+    x.boolean("exec", t.exec);
+    x.finish();
+    if (t.mode > 07777)
+      x.fail(p + "/mode", "not a file mode");
+    r.tmpfs.push_back(t);
+  });
+  r.files.clear();
+  o.array("files", [&](const json& e, const std::string& p) {
+    generated_file f;
+    object_reader x(e, p, err);
+    x.string("path", f.path);
+    x.string("content", f.content);
+    x.unsigned_number("mode", f.mode);
+    x.finish();
+    if (f.mode > 07777)
+      x.fail(p + "/mode", "not a file mode");
+    r.files.push_back(f);
+  });
+  r.symlinks.clear();
+  o.array("symlinks", [&](const json& e, const std::string& p) {
+    symlink_entry s;
+    object_reader x(e, p, err);
+    x.string("path", s.path);
+    x.string("points_to", s.points_to);
+    x.finish();
+    r.symlinks.push_back(s);
+  });
+  o.boolean("proc", r.proc);
+  o.boolean("proc_hide_pids", r.proc_hide_pids);
+  o.boolean("proc_subset_pid", r.proc_subset_pid);
+  o.boolean("minimal_dev", r.minimal_dev);
+  o.unsigned_number("dev_shm_size_bytes", r.dev_shm_size_bytes);
+  o.string("hostname", r.hostname);
+  o.string("workdir", r.workdir);
+  o.finish();
+}
+
+void read_landlock(const json& j, const std::string& path, landlock_spec& l, std::string& err) {
+  object_reader o(j, path, err);
+  o.boolean("enabled", l.enabled);
+  o.boolean("best_effort", l.best_effort);
+  o.rights("handled_fs", l.handled_fs, fs_alias);
+  l.paths.clear();
+  o.array("paths", [&](const json& e, const std::string& p) {
+    landlock_path_rule rule;
+    object_reader x(e, p, err);
+    x.string("path", rule.path);
+    x.rights("access", rule.access, fs_alias);
+    x.boolean("optional", rule.optional);
+    x.finish();
+    if (err.empty() && (rule.path.empty() || rule.path.front() != '/'))
+      x.fail(p + "/path", "expected an absolute path");
+    l.paths.push_back(rule);
+  });
+  o.rights("handled_net", l.handled_net, landlock_net_right);
+  l.ports.clear();
+  o.array("ports", [&](const json& e, const std::string& p) {
+    landlock_port_rule rule;
+    object_reader x(e, p, err);
+    x.unsigned_number("port", rule.port);
+    x.rights("access", rule.access, landlock_net_right);
+    x.finish();
+    l.ports.push_back(rule);
+  });
+  o.rights("scoped", l.scoped, landlock_scope_bit);
+  o.finish();
+}
+
+void read_seccomp(const json& j, const std::string& path, seccomp_spec& s, std::string& err) {
+  object_reader o(j, path, err);
+  o.boolean("enabled", s.enabled);
+  o.strings("deny", s.deny);
+  o.strings("kill", s.kill);
+  o.signed_number("deny_errno", s.deny_errno);
+  o.finish();
+  if (err.empty() && (s.deny_errno <= 0 || s.deny_errno > 4095))
+    o.fail(path + "/deny_errno", "not an errno value (1..4095)");
+}
+
+} // namespace
+
+std::string to_json(const sandbox_spec& spec) {
+  json j = {{"version", sandbox_spec::current_version},
+            {"root", root_json(spec.root)},
+            {"landlock", landlock_json(spec.landlock)},
+            {"seccomp", seccomp_json(spec.seccomp)},
+            {"loopback_up", spec.loopback_up},
+            {"drop_capabilities", spec.drop_capabilities}};
+  return j.dump();
+}
+
+outcome<sandbox_spec> parse_sandbox_spec(std::string_view text) {
+  const json j = json::parse(text.begin(), text.end(), nullptr, false);
+  if (j.is_discarded())
+    return logic_failure("sandbox spec: not valid JSON");
+  std::string err;
+  sandbox_spec spec;
+  object_reader o(j, "", err);
+  int version = 0;
+  o.signed_number("version", version);
+  if (err.empty() && version != sandbox_spec::current_version)
+    o.fail("/version", "expected " + std::to_string(sandbox_spec::current_version) + ", got " +
+                         std::to_string(version));
+  if (const json* r = o.object("root"))
+    read_root(*r, "/root", spec.root, err);
+  if (const json* l = o.object("landlock"))
+    read_landlock(*l, "/landlock", spec.landlock, err);
+  if (const json* s = o.object("seccomp"))
+    read_seccomp(*s, "/seccomp", spec.seccomp, err);
+  o.boolean("loopback_up", spec.loopback_up);
+  o.boolean("drop_capabilities", spec.drop_capabilities);
+  o.finish();
+  if (!err.empty())
+    return logic_failure("sandbox spec: " + err);
+  if (auto r = validate(spec.root); !r)
+    return r.error().wrap("sandbox spec: /root");
+  return spec;
+}
+
+outcome<unique_fd> seal_sandbox_spec(const sandbox_spec& spec) {
+  const std::string text = to_json(spec);
+  if (text.size() > max_spec_bytes)
+    return logic_failure("sandbox spec: " + std::to_string(text.size()) +
+                         " bytes, more than the limit of " + std::to_string(max_spec_bytes));
+  unique_fd fd(::memfd_create("castellan-sandbox-spec", MFD_CLOEXEC | MFD_ALLOW_SEALING));
+  if (!fd)
+    return errno_failure("sandbox spec: memfd_create");
+  std::size_t done = 0;
+  while (done < text.size()) {
+    const ssize_t n = ::write(fd.get(), text.data() + done, text.size() - done);
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n < 0)
+      return errno_failure("sandbox spec: write memfd");
+    done += static_cast<std::size_t>(n);
+  }
+  if (::fcntl(fd.get(), F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL) != 0)
+    return errno_failure("sandbox spec: seal memfd");
+  return fd;
+}
+
+outcome<sandbox_spec> read_sandbox_spec(int fd) {
+  const int seals = ::fcntl(fd, F_GET_SEALS);
+  if (seals < 0)
+    return errno_failure("sandbox spec: F_GET_SEALS on fd " + std::to_string(fd) +
+                         " (not a memfd?)");
+  const int needed = F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE;
+  if ((seals & needed) != needed)
+    return logic_failure("sandbox spec: fd " + std::to_string(fd) +
+                         " is not sealed against writes (seals " + std::to_string(seals) + ")");
+  struct stat st;
+  if (::fstat(fd, &st) != 0)
+    return errno_failure("sandbox spec: fstat fd " + std::to_string(fd));
+  if (st.st_size < 0 || static_cast<uint64_t>(st.st_size) > max_spec_bytes)
+    return logic_failure("sandbox spec: " + std::to_string(st.st_size) + " bytes, more than " +
+                         std::to_string(max_spec_bytes));
+  std::string text(static_cast<std::size_t>(st.st_size), '\0');
+  std::size_t done = 0;
+  while (done < text.size()) {
+    const ssize_t n =
+      ::pread(fd, text.data() + done, text.size() - done, static_cast<off_t>(done));
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n <= 0)
+      return errno_failure("sandbox spec: pread fd " + std::to_string(fd), n == 0 ? EIO : errno);
+    done += static_cast<std::size_t>(n);
+  }
+  return parse_sandbox_spec(text);
+}
+
+landlock_spec default_landlock_spec(const root_spec& root) {
+  landlock_spec l;
+  const uint64_t device_rights = landlock_fs::read_file | landlock_fs::write_file;
+  for (const auto& b : root.binds) {
+    uint64_t access = b.writable ? landlock_fs::read_write : landlock_fs::read_execute;
+    if (b.device)
+      access = device_rights;
+    else if (!b.exec)
+      access &= ~landlock_fs::execute;
+    l.paths.push_back({b.target, access, b.optional});
+  }
+  for (const auto& t : root.tmpfs) {
+    uint64_t access = landlock_fs::read_write;
+    if (!t.exec)
+      access &= ~landlock_fs::execute;
+    l.paths.push_back({t.target, access, false});
+  }
+  if (!root.files.empty())
+    l.paths.push_back({"/etc", landlock_fs::read_file | landlock_fs::read_dir, true});
+  if (root.proc)
+    l.paths.push_back({"/proc", landlock_fs::read_file | landlock_fs::read_dir, false});
+  if (root.minimal_dev) {
+    for (const char* n : {"/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom"})
+      l.paths.push_back({n, device_rights, false});
+    if (root.dev_shm_size_bytes != 0)
+      l.paths.push_back({"/dev/shm", landlock_fs::read_write & ~landlock_fs::execute, false});
+  }
+  return l;
+}
+
+sandbox_spec default_sandbox_spec(const default_root_options& options) {
+  sandbox_spec spec;
+  spec.root = default_root_spec(options);
+  spec.landlock = default_landlock_spec(spec.root);
+  return spec;
+}
+
+} // namespace castellan::platform

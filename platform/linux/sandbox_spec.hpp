@@ -1,0 +1,55 @@
+#pragma once
+
+/// @file sandbox_spec.hpp
+/// The worker-side half of a sandbox: what castellan-worker applies to itself
+/// (its root, Landlock, seccomp). The supervisor serialises it to JSON in a
+/// sealed memfd and passes that as an inherited fd; the worker reads it back
+/// with full validation before it touches anything.
+
+#include <string>
+#include <string_view>
+
+#include "ipc/result.hpp"
+#include "ipc/unique_fd.hpp"
+#include "platform/linux/landlock.hpp"
+#include "platform/linux/root_builder.hpp"
+#include "platform/linux/seccomp_filter.hpp"
+
+namespace castellan::platform {
+
+struct sandbox_spec {
+  static constexpr int current_version = 1;
+
+  root_spec root;           ///< includes the hostname
+  landlock_spec landlock;
+  seccomp_spec seccomp;
+  bool loopback_up = true;  ///< PID 1 brings lo up in its network namespace
+  bool drop_capabilities = true;
+};
+
+/// The spec as a JSON document (version 1, every field written).
+std::string to_json(const sandbox_spec& spec);
+
+/// Parses and validates a JSON document; an error names the JSON pointer of
+/// the offending value ("/root/binds/2/target: …"). Unknown keys are errors.
+outcome<sandbox_spec> parse_sandbox_spec(std::string_view json);
+
+/// Writes the JSON into a memfd and seals it (no write, grow, shrink, or
+/// further seals); the fd is close-on-exec: map it into the worker with
+/// worker_spec::fds.
+outcome<unique_fd> seal_sandbox_spec(const sandbox_spec& spec);
+
+/// Reads a sealed memfd written by seal_sandbox_spec (refuses an unsealed or
+/// oversized one) and parses it.
+outcome<sandbox_spec> read_sandbox_spec(int fd);
+
+/// A Landlock spec matching a root: read+execute on read-only binds,
+/// everything on writable binds and tmpfs mounts, read on /etc and /proc,
+/// read/write on the device nodes; TCP and IPC scoped.
+landlock_spec default_landlock_spec(const root_spec& root);
+
+/// default_root_spec(options) + default_landlock_spec + the anti-escape
+/// seccomp filter.
+sandbox_spec default_sandbox_spec(const default_root_options& options = {});
+
+} // namespace castellan::platform
