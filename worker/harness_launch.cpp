@@ -1,0 +1,121 @@
+/// @file harness_launch.cpp
+/// fork + execve of the harness.
+
+#include "worker/harness_launch.hpp"
+
+#include <fcntl.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <climits>
+
+#include "ipc/unique_fd.hpp"
+
+extern char** environ;
+
+namespace castellan::worker {
+
+harness_command::harness_command(const options& opts) {
+  // -I: isolated mode: PYTHON* variables and the user site are ignored and
+  //     the script's directory stays out of sys.path (user code sees a
+  //     clean path; the harness adds its own directory only for its import).
+  // -S: no site.main(): no .pth files or sitecustomize run at start-up (they
+  //     are arbitrary code, and halve the start-up time); the harness adds
+  //     the site-packages directories and the exit()/quit() builtins itself.
+  // -B: no .pyc writes (the sandbox's system dirs are read-only anyway).
+  args_ = {opts.python,
+           "-I",
+           "-S",
+           "-B",
+           opts.harness,
+           "--segment-fd",
+           std::to_string(opts.segment_fd),
+           "--to-worker-fd",
+           std::to_string(opts.to_worker_fd),
+           "--to-supervisor-fd",
+           std::to_string(opts.to_supervisor_fd),
+           "--mode",
+           to_string(opts.mode)};
+  argv_.reserve(args_.size() + 1);
+  for (auto& a : args_)
+    argv_.push_back(a.data());
+  argv_.push_back(nullptr);
+  kept_fds_[0] = opts.segment_fd;
+  kept_fds_[1] = opts.to_worker_fd;
+  kept_fds_[2] = opts.to_supervisor_fd;
+}
+
+std::string harness_command::describe() const {
+  std::string out;
+  for (const auto& a : args_) {
+    if (!out.empty())
+      out += ' ';
+    out += a;
+  }
+  return out;
+}
+
+namespace {
+
+/// The child between fork and exec: async-signal-safe calls only.
+[[noreturn]] void exec_child(const harness_command& cmd, const sigset_t& child_mask, pid_t parent,
+                             int report_fd) noexcept {
+  int err = 0;
+  if (::prctl(PR_SET_PDEATHSIG, SIGKILL) != 0) {
+    err = errno;
+  } else if (::getppid() != parent) {
+    // The worker died between fork and prctl: nobody would reap or wire us.
+    ::_exit(127);
+  } else {
+    // Every other fd the worker may have inherited stays out of the harness
+    // (best effort: an old kernel without close_range keeps them).
+    ::close_range(3, UINT_MAX, CLOSE_RANGE_CLOEXEC);
+    for (int i = 0; i < harness_command::kept_fd_count && err == 0; ++i)
+      if (::fcntl(cmd.kept_fds()[i], F_SETFD, 0) != 0)
+        err = errno;
+    if (err == 0 && ::sigprocmask(SIG_SETMASK, &child_mask, nullptr) != 0)
+      err = errno;
+    if (err == 0) {
+      ::execve(cmd.path(), cmd.argv(), environ);
+      err = errno;
+    }
+  }
+  // The pipe is CLOEXEC and the parent is blocked reading it: a failed
+  // write leaves it with EOF, which it reports as an unknown failure.
+  [[maybe_unused]] const ssize_t n = ::write(report_fd, &err, sizeof err);
+  ::_exit(127);
+}
+
+} // namespace
+
+outcome<pid_t> spawn_harness(const harness_command& cmd, const sigset_t& child_mask) {
+  int report[2];
+  if (::pipe2(report, O_CLOEXEC) != 0)
+    return errno_failure("pipe2");
+  unique_fd report_read{report[0]};
+  unique_fd report_write{report[1]};
+  const pid_t parent = ::getpid();
+  const pid_t pid = ::fork();
+  if (pid < 0)
+    return errno_failure("fork");
+  if (pid == 0)
+    exec_child(cmd, child_mask, parent, report_write.get());
+  report_write.reset();
+  int err = 0;
+  ssize_t n;
+  do {
+    n = ::read(report_read.get(), &err, sizeof err);
+  } while (n < 0 && errno == EINTR);
+  if (n == 0)
+    return pid; // EOF: the exec closed the pipe
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (n == static_cast<ssize_t>(sizeof err))
+    return errno_failure("exec " + cmd.describe(), err);
+  return logic_failure("exec " + cmd.describe() + ": the child failed before exec");
+}
+
+} // namespace castellan::worker

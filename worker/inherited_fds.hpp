@@ -1,0 +1,21 @@
+#pragma once
+
+/// @file inherited_fds.hpp
+/// Checks that the fds the supervisor passed are what the harness expects,
+/// so that a wrong command line fails here with a clear message instead of
+/// as a broken wire inside Python.
+
+#include "ipc/result.hpp"
+#include "worker/options.hpp"
+
+namespace castellan::worker {
+
+/// The segment fd is a valid segment (ipc::segment::attach validates magic,
+/// version, capacity and size on a duplicate), and both doorbells are
+/// non-blocking eventfds.
+outcome<void> check_inherited_fds(const options& opts);
+
+/// The interpreter is executable and the harness readable.
+outcome<void> check_paths(const options& opts);
+
+} // namespace castellan::worker

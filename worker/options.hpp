@@ -1,0 +1,39 @@
+#pragma once
+
+/// @file options.hpp
+/// The command line of castellan-worker, as the pool writes it.
+
+#include <string>
+
+#include "ipc/result.hpp"
+
+namespace castellan::worker {
+
+/// How many requests one harness serves.
+enum class harness_mode : unsigned char {
+  reuse,   ///< serve requests until SHUTDOWN (fresh globals for each)
+  oneshot, ///< serve one request, then exit 0
+};
+
+/// The parsed command line. Every field is set after a successful parse.
+struct options {
+  int segment_fd = -1;
+  int to_worker_fd = -1;
+  int to_supervisor_fd = -1;
+  std::string python = "/usr/bin/python3";
+  std::string harness;
+  harness_mode mode = harness_mode::reuse;
+  bool help = false; ///< --help: print usage and exit 0
+};
+
+/// The wire name of a mode ("reuse", "oneshot").
+const char* to_string(harness_mode mode) noexcept;
+
+/// Parses `argv[1..argc)`. A failure's message says which argument is wrong
+/// and why; the caller prints it with the usage and exits 2.
+outcome<options> parse_options(int argc, const char* const* argv);
+
+/// The usage text (ends with a newline).
+std::string usage();
+
+} // namespace castellan::worker

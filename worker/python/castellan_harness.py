@@ -1,0 +1,663 @@
+"""castellan_harness: the interpreter side of a castellan worker.
+
+Started by castellan-worker as
+
+    python3 -I -S -B castellan_harness.py --segment-fd N --to-worker-fd N
+            --to-supervisor-fd N [--mode reuse|oneshot]
+
+it loads once, sends READY, then serves CODE / COMMAND / SHUTDOWN frames from
+the supervisor (docs/wire.md). User code runs in a fresh __main__ module each
+time; its stdout and stderr (Python-level and fd-level) come back as
+STDOUT/STDERR frames, then one RESULT frame.
+
+Exit codes: 0 after SHUTDOWN (or after the request in oneshot mode), 2 for a
+bad command line, 3 for a broken wire. Nothing user code does is meant to end
+the harness except through the process itself (os._exit, signals).
+"""
+
+import os
+import sys
+
+_HERE = os.path.dirname(os.path.abspath(__file__))
+# -I keeps the script's directory out of sys.path; add it for our own module
+# only, so that user code sees the interpreter's normal path.
+sys.path.insert(0, _HERE)
+try:
+    import castellan_wire as wire
+finally:
+    sys.path.remove(_HERE)
+
+import builtins
+import ctypes
+import io
+import json
+import linecache
+import select
+import signal
+import site
+import subprocess
+import threading
+import time
+import traceback
+import types
+import warnings
+
+#: Imported once at start so that user code finds them warm.
+PRELOAD = ("re", "collections", "functools", "itertools", "math", "datetime", "random",
+           "string", "textwrap", "dataclasses", "typing", "pathlib", "base64", "hashlib")
+
+EXIT_USAGE = 2
+EXIT_BROKEN_WIRE = 3
+
+#: Frames from these files are the harness's, never shown in a traceback, and
+#: never interrupted by KeyboardInterrupt (see Harness._on_sigint).
+HARNESS_FILES = frozenset({
+    __file__, os.path.abspath(__file__),
+    wire.__file__, os.path.abspath(wire.__file__),
+})
+
+# Harness states (what the main thread is doing).
+STARTING, IDLE, USER, COMMAND, FINISHING = range(5)
+
+
+def _light_site():
+    """What site.main() gives user code, without running .pth files or
+    sitecustomize (the worker starts Python with -S): the site-packages
+    directories on sys.path and the exit()/quit()/help() builtins."""
+    for directory in site.getsitepackages():
+        if os.path.isdir(directory) and directory not in sys.path:
+            sys.path.append(directory)
+    site.setquit()
+    site.setcopyright()
+    site.sethelper()
+
+
+class _Terminate(BaseException):
+    """Raised in the idle main loop by SIGINT: stop, dying of that signal."""
+
+    def __init__(self, signum):
+        super().__init__(signum)
+        self.signum = signum
+
+
+def _clean_text(text):
+    """Text that encodes to UTF-8 (lone surrogates become \\udcxx escapes)."""
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
+class _FrameRaw(io.RawIOBase):
+    """The raw layer under sys.stdout / sys.stderr: each write becomes
+    STDOUT/STDERR frames of the current request (the BufferedWriter above
+    makes them up to 64 KiB). In a process forked by user code the wire is
+    not ours to use: writes go to fd 1/2 instead, which the parent's pumps
+    capture."""
+
+    def __init__(self, harness, mtype, fd):
+        super().__init__()
+        self._harness = harness
+        self._mtype = mtype
+        self._fd = fd
+
+    def writable(self):
+        return True
+
+    def isatty(self):
+        return False
+
+    def fileno(self):
+        # fd 1 / 2 are the pipes the pumps drain: writing to them directly
+        # (or handing them to a subprocess) is captured as well.
+        return self._fd
+
+    def write(self, b):
+        h = self._harness
+        # Safe point for a deferred KeyboardInterrupt: nothing of this write
+        # has been sent, and the BufferedWriter keeps it for a later flush.
+        h.take_pending_interrupt()
+        view = memoryview(b).cast("B")
+        if h.in_forked_child:
+            done = 0
+            while done < len(view):
+                done += os.write(self._fd, view[done:])
+            return len(view)
+        h.wire.send_stream(self._mtype, h.request_id, view)
+        return len(view)
+
+
+class _Pump:
+    """Drains the pipe behind fd 1 or 2 into frames, so that output written
+    below sys.stdout (os.write(1, ...), C extensions, child processes) is not
+    lost and never blocks the writer. A thread reads whenever data arrives;
+    the main thread drains it once more, under the same lock, before RESULT,
+    so all of a request's fd-level output precedes its RESULT.
+
+    Order: fd-level output and sys.stdout output travel separately (the
+    latter is buffered in-process up to 64 KiB), so their relative order
+    within a request may differ from the order of the writes."""
+
+    def __init__(self, harness, target_fd, mtype):
+        self._harness = harness
+        self.target_fd = target_fd
+        self._mtype = mtype
+        self.read_fd, self.write_fd = os.pipe()  # both non-inheritable
+        os.set_blocking(self.read_fd, False)
+        self.lock = threading.Lock()
+        self.restore()
+        threading.Thread(target=self._run, name=f"castellan-pump-{target_fd}",
+                         daemon=True).start()
+
+    def restore(self):
+        """Points fd 1/2 at the pipe again (user code may close or dup2 it)."""
+        os.dup2(self.write_fd, self.target_fd)
+
+    def _run(self):
+        poller = select.poll()
+        poller.register(self.read_fd, select.POLLIN)
+        while True:
+            poller.poll()
+            with self.lock:
+                self.drain()
+
+    def drain(self):
+        """Sends what the pipe holds now; the caller holds `lock`."""
+        h = self._harness
+        while True:
+            try:
+                data = os.read(self.read_fd, wire.STREAM_CHUNK)
+            except BlockingIOError:
+                return
+            if not data:
+                return  # cannot happen while we hold the write end
+            h.wire.send_stream(self._mtype, h.request_id, data)
+
+
+class Harness:
+    def __init__(self, segment_fd, to_worker_fd, to_supervisor_fd, mode):
+        # Our own diagnostics go to the worker's stderr, not to the frames.
+        self.diag_fd = os.dup(2)
+        self.pid = os.getpid()
+        self.mode = mode
+        self.request_id = 0
+        self.state = STARTING
+        self.stop_signal = None
+        self.main_ident = threading.get_ident()
+        self._pending_interrupt = False
+        self._retriggered = False
+        self._retrigger_r, self._retrigger_w = os.pipe()
+        os.set_blocking(self._retrigger_w, False)
+        threading.Thread(target=self._retrigger_loop, name="castellan-sigint",
+                         daemon=True).start()
+        self.child = None
+        self.in_forked_child = False
+        self.wire = wire.Wire(segment_fd, to_worker_fd, to_supervisor_fd,
+                              on_broken=self._broken)
+        for fd in (segment_fd, to_worker_fd, to_supervisor_fd):
+            # The mapping and the pollers keep working; exec'd programs
+            # (os.system, os.exec*) must not get the wire.
+            os.set_inheritable(fd, False)
+        self._stdin_to_devnull()
+        self.pumps = [_Pump(self, 1, wire.STDOUT), _Pump(self, 2, wire.STDERR)]
+        self._libc = ctypes.CDLL(None)
+        os.register_at_fork(after_in_child=self._after_fork_in_child)
+        self.harness_main = sys.modules["__main__"]
+        self.saved_path = list(sys.path)
+        self.saved_environ = dict(os.environ)
+        self.saved_recursion_limit = sys.getrecursionlimit()
+        self.saved_warning_filters = list(warnings.filters)
+        try:
+            self.saved_cwd = os.getcwd()
+        except OSError:
+            self.saved_cwd = None
+        signal.signal(signal.SIGINT, self._on_sigint)
+        self.out = self.err = None
+
+    # --- diagnostics and exits ------------------------------------------------
+
+    def diag(self, message):
+        try:
+            os.write(self.diag_fd, f"castellan-harness: {message}\n".encode("utf-8", "replace"))
+        except OSError:
+            pass
+
+    def _broken(self, message):
+        # Exits at once: user code on the stack must not be able to catch it.
+        self.diag(f"broken wire: {message}")
+        os._exit(EXIT_BROKEN_WIRE)
+
+    def _die_of(self, signum):
+        signal.signal(signum, signal.SIG_DFL)
+        os.kill(os.getpid(), signum)
+        os._exit(128 + signum)  # not reached
+
+    def _after_fork_in_child(self):
+        self.in_forked_child = True
+
+    # --- signals -----------------------------------------------------------------
+
+    def _on_sigint(self, signum, frame):
+        if self.in_forked_child:
+            raise KeyboardInterrupt
+        retriggered, self._retriggered = self._retriggered, False
+        state = self.state
+        if state == USER:
+            if _inside_harness_code(frame):
+                # In the middle of our own code (a print on its way to the
+                # wire): a KeyboardInterrupt here could leave a frame
+                # half-sent or make the BufferedWriter above send a chunk
+                # twice. Raise it at the next safe point instead: the start
+                # of the next write, or back in user code, where a helper
+                # thread sends the signal again shortly.
+                self._pending_interrupt = True
+                try:
+                    os.write(self._retrigger_w, b"!")
+                except OSError:
+                    pass
+                return
+            self._pending_interrupt = False
+            raise KeyboardInterrupt
+        self._pending_interrupt = False
+        if retriggered:
+            return  # the request it was meant for has ended
+        if state == COMMAND:
+            child = self.child
+            if child is not None:
+                try:
+                    child.send_signal(signum)
+                except OSError:
+                    pass
+            return
+        self.stop_signal = signum
+        if state == IDLE:
+            raise _Terminate(signum)
+
+    def _retrigger_loop(self):
+        # A thread of its own, woken through a pipe: the signal handler
+        # must neither start threads nor take Python-level locks.
+        while True:
+            os.read(self._retrigger_r, 64)
+            time.sleep(0.002)
+            if self._pending_interrupt:
+                self._retriggered = True
+                # A real signal, so that a blocking call in user code (a
+                # sleep) is interrupted too.
+                signal.pthread_kill(self.main_ident, signal.SIGINT)
+
+    def take_pending_interrupt(self):
+        """Raises the deferred KeyboardInterrupt if one is due and this is
+        the main thread running user code (called where raising is safe)."""
+        if (self._pending_interrupt and self.state == USER
+                and threading.get_ident() == self.main_ident):
+            self._pending_interrupt = False
+            raise KeyboardInterrupt
+
+    # --- per-request environment ---------------------------------------------------
+
+    def _stdin_to_devnull(self):
+        try:
+            fd = os.open(os.devnull, os.O_RDONLY)
+        except OSError:
+            return
+        if fd != 0:
+            os.dup2(fd, 0)
+            os.close(fd)
+
+    def _make_writer(self, mtype, fd, errors):
+        raw = _FrameRaw(self, mtype, fd)
+        buffered = io.BufferedWriter(raw, buffer_size=wire.STREAM_CHUNK)
+        return io.TextIOWrapper(buffered, encoding="utf-8", errors=errors, newline="\n",
+                                line_buffering=False, write_through=False)
+
+    def _prepare(self, request_id):
+        """A clean process state for the next request: fresh stdio writers,
+        fd 1/2 on the pumps, and what user code may have changed restored."""
+        self.request_id = request_id
+        for pump in self.pumps:
+            try:
+                pump.restore()
+            except OSError as e:
+                self.diag(f"cannot restore fd {pump.target_fd}: {e.strerror}")
+        self.out = self._make_writer(wire.STDOUT, 1, "surrogateescape")
+        self.err = self._make_writer(wire.STDERR, 2, "backslashreplace")
+        sys.stdout = sys.__stdout__ = self.out
+        sys.stderr = sys.__stderr__ = self.err
+        sys.stdin = sys.__stdin__ = io.TextIOWrapper(io.BytesIO(b""), encoding="utf-8")
+        sys.argv = ["<exec>"]
+        sys.path[:] = self.saved_path
+        sys.settrace(None)
+        sys.setprofile(None)
+        sys.setrecursionlimit(self.saved_recursion_limit)
+        warnings.filters[:] = self.saved_warning_filters
+        if hasattr(warnings, "_filters_mutated"):
+            warnings._filters_mutated()  # drops the caches of the old filters
+        warnings.showwarning = _original_showwarning
+        self._pending_interrupt = False
+        if os.environ != self.saved_environ:
+            os.environ.clear()
+            os.environ.update(self.saved_environ)
+        if self.saved_cwd is not None:
+            try:
+                os.chdir(self.saved_cwd)
+            except OSError:
+                pass
+        signal.signal(signal.SIGINT, self._on_sigint)
+
+    def _collect_output(self):
+        """Pushes every byte of the request's output onto the wire: our
+        writers (unless user code closed them), C stdio buffers, then the
+        fd pipes."""
+        for writer in (self.out, self.err):
+            try:
+                if writer is not None and not writer.closed:
+                    writer.flush()
+            except Exception:
+                pass
+        try:
+            self._libc.fflush(None)
+        except Exception:
+            pass
+        for pump in self.pumps:
+            with pump.lock:
+                pump.drain()
+
+    # --- results -----------------------------------------------------------------------
+
+    def send_json(self, mtype, request_id, body):
+        payload = json.dumps(body, ensure_ascii=False).encode("utf-8")
+        self.wire.send(mtype, request_id, payload)
+
+    def send_result(self, request_id, exit_code, exception):
+        """RESULT, with the exception's strings shortened until it fits one
+        frame (a ring of 4 KiB still gets a readable result)."""
+        limit = self.wire.writer.max_payload
+        body = {"exit_code": exit_code, "exception": exception}
+        while True:
+            payload = json.dumps(body, ensure_ascii=False).encode("utf-8")
+            if len(payload) <= limit or exception is None:
+                break
+            longest = max(exception, key=lambda k: len(exception[k]))
+            text = exception[longest]
+            exception[longest] = text[:len(text) // 2] + "…[truncated]"
+        self.wire.send(wire.RESULT, request_id, payload)
+
+    def _send_stderr(self, text):
+        self.wire.send_stream(wire.STDERR, self.request_id,
+                              text.encode("utf-8", "backslashreplace"))
+
+    # --- CODE ----------------------------------------------------------------------------
+
+    def run_code(self, request_id, source):
+        self._prepare(request_id)
+        main = types.ModuleType("__main__")
+        main.__dict__["__builtins__"] = builtins
+        text = source.decode("utf-8", "replace")
+        # Tracebacks show the source lines of '<exec>' frames.
+        linecache.cache["<exec>"] = (len(text), None, text.splitlines(True), "<exec>")
+        sys.modules["__main__"] = main
+        exit_code = 0
+        exception = None
+        exit_message = None
+        try:
+            try:
+                code = compile(source, "<exec>", "exec", dont_inherit=True)
+                self.state = USER
+                exec(code, main.__dict__)
+            finally:
+                self.state = FINISHING
+                # An interrupt deferred past the end of the code is void.
+                self._pending_interrupt = False
+        except SystemExit as e:
+            exit_code, exit_message = _system_exit_code(e)
+        except BaseException as e:  # noqa: B902 — everything user code raises is reported
+            exit_code = 1
+            exception = _describe_exception(e)
+        self.state = FINISHING
+        if self.in_forked_child:
+            # User code forked and this is the child finishing the code:
+            # it must not touch the wire. Output went to fd 1/2 (the pumps).
+            for writer in (sys.stdout, sys.stderr):
+                try:
+                    writer.flush()
+                except Exception:
+                    pass
+            if exit_message is not None:
+                os.write(2, exit_message.encode("utf-8", "backslashreplace"))
+            os._exit(exit_code & 0xFF)
+        sys.modules["__main__"] = self.harness_main
+        del main
+        self._collect_output()
+        if exit_message is not None:
+            self._send_stderr(exit_message)
+        self.send_result(request_id, exit_code, exception)
+
+    # --- COMMAND -------------------------------------------------------------------------
+
+    def run_command(self, request_id, payload):
+        if not payload.endswith(b"\0"):
+            self.wire.broken("COMMAND payload does not end with a NUL byte")
+        argv = payload[:-1].split(b"\0")
+        self._prepare(request_id)
+        program = argv[0].decode("utf-8", "backslashreplace")
+        if not argv[0]:
+            self._send_stderr("castellan: empty program name\n")
+            self.send_result(request_id, 127, None)
+            return
+        try:
+            self.child = subprocess.Popen(argv, stdin=subprocess.DEVNULL,
+                                          stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                          close_fds=True, bufsize=0)
+        except FileNotFoundError:
+            self._send_stderr(f"castellan: {program}: No such file or directory\n")
+            self.send_result(request_id, 127, None)
+            return
+        except PermissionError:
+            self._send_stderr(f"castellan: {program}: Permission denied\n")
+            self.send_result(request_id, 126, None)
+            return
+        except OSError as e:
+            self._send_stderr(f"castellan: {program}: {e.strerror}\n")
+            self.send_result(request_id, 126, None)
+            return
+        child = self.child
+        self.state = COMMAND
+        try:
+            self._pump_child(child)
+            returncode = child.wait()
+        finally:
+            self.state = FINISHING
+            self.child = None
+        exit_code = returncode if returncode >= 0 else 128 - returncode
+        self._collect_output()
+        self.send_result(request_id, exit_code, None)
+
+    def _pump_child(self, child):
+        """Streams the child's stdout/stderr as frames until both pipes close,
+        or until the child has exited and its pipes hold nothing more (a
+        grandchild that keeps them open does not hold the result back)."""
+        streams = {child.stdout.fileno(): wire.STDOUT, child.stderr.fileno(): wire.STDERR}
+        poller = select.poll()
+        for fd in streams:
+            os.set_blocking(fd, False)
+            poller.register(fd, select.POLLIN)
+        exited = False
+        while streams:
+            events = poller.poll(50)
+            for fd, _ in events:
+                self._drain_child_fd(fd, streams, poller)
+            if not events and exited:
+                break
+            if not exited and child.poll() is not None:
+                exited = True  # one more round to collect what is buffered
+        for fd in list(streams):
+            self._drain_child_fd(fd, streams, poller)
+        child.stdout.close()
+        child.stderr.close()
+
+    def _drain_child_fd(self, fd, streams, poller):
+        mtype = streams.get(fd)
+        if mtype is None:
+            return
+        while True:
+            try:
+                data = os.read(fd, wire.STREAM_CHUNK)
+            except BlockingIOError:
+                return
+            if not data:
+                poller.unregister(fd)
+                del streams[fd]
+                return
+            self.wire.send_stream(mtype, self.request_id, data)
+
+    # --- the loop ------------------------------------------------------------------------
+
+    def preload(self):
+        for name in PRELOAD:
+            try:
+                __import__(name)
+            except Exception:
+                pass
+
+    def serve(self):
+        ready = {"pid": os.getpid(), "interpreter": "%d.%d.%d" % sys.version_info[:3],
+                 "mode": self.mode}
+        self.send_json(wire.READY, 0, ready)
+        while True:
+            if self.stop_signal is not None:
+                self._die_of(self.stop_signal)
+            self.state = IDLE
+            try:
+                frame = self.wire.receive()
+            except _Terminate as t:
+                self._die_of(t.signum)
+            self.state = FINISHING
+            mtype, request_id, payload = frame
+            if mtype == wire.CODE:
+                self.run_code(request_id, payload)
+            elif mtype == wire.COMMAND:
+                self.run_command(request_id, payload)
+            elif mtype == wire.SHUTDOWN:
+                os._exit(0)
+            else:
+                self.wire.broken(f"unexpected frame type {mtype:#04x} with no check pending")
+            if self.mode == "oneshot":
+                os._exit(0)
+
+
+_original_showwarning = warnings.showwarning
+
+
+def _inside_harness_code(frame):
+    """True if `frame`, or a caller below the exec() of user code, is the
+    harness's own code (the wire, a stdio writer, the signal handler)."""
+    while frame is not None:
+        code = frame.f_code
+        if code is Harness.run_code.__code__:
+            return False  # reached the exec() boundary: user code was running
+        if code.co_filename in HARNESS_FILES:
+            return True
+        frame = frame.f_back
+    return False
+
+
+def _system_exit_code(e):
+    """(exit code, text for stderr or None), as CPython ends a script."""
+    code = e.code
+    if code is None:
+        return 0, None
+    if isinstance(code, int):
+        # bool is an int (sys.exit(True) is 1); beyond a C int CPython's own
+        # status would be truncated, so such codes are reported as 1.
+        code = int(code)
+        return (code if -2**31 <= code < 2**31 else 1), None
+    try:
+        text = str(code)
+    except BaseException:
+        text = "<exit code str() failed>"
+    return 1, text + "\n"
+
+
+def _type_name(t):
+    module = getattr(t, "__module__", None)
+    name = getattr(t, "__qualname__", t.__name__)
+    if module in (None, "builtins", "__main__"):
+        return name
+    return f"{module}.{name}"
+
+
+def _strip_harness_frames(te, seen=None):
+    """Removes our own frames from a TracebackException and its chain."""
+    if seen is None:
+        seen = set()
+    if te is None or id(te) in seen:
+        return
+    seen.add(id(te))
+    te.stack = traceback.StackSummary.from_list(
+        [f for f in te.stack if f.filename not in HARNESS_FILES])
+    _strip_harness_frames(te.__cause__, seen)
+    _strip_harness_frames(te.__context__, seen)
+    for sub in getattr(te, "exceptions", None) or ():
+        _strip_harness_frames(sub, seen)
+
+
+def _describe_exception(e):
+    try:
+        message = str(e)
+    except BaseException:
+        message = "<exception str() failed>"
+    try:
+        te = traceback.TracebackException(type(e), e, e.__traceback__, compact=True)
+        _strip_harness_frames(te)
+        text = "".join(te.format())
+    except BaseException as failure:  # a hostile __str__ or __repr__ deep in the chain
+        text = f"<traceback unavailable: {type(failure).__name__}>\n"
+    return {"type": _clean_text(_type_name(type(e))), "message": _clean_text(message),
+            "traceback": _clean_text(text)}
+
+
+def _parse_args(argv):
+    values = {"--segment-fd": None, "--to-worker-fd": None, "--to-supervisor-fd": None,
+              "--mode": "reuse"}
+    i = 0
+    while i < len(argv):
+        arg = argv[i]
+        if "=" in arg and arg.startswith("--"):
+            arg, value = arg.split("=", 1)
+        elif i + 1 < len(argv):
+            i += 1
+            value = argv[i]
+        else:
+            raise ValueError(f"{arg} needs a value")
+        if arg not in values:
+            raise ValueError(f"unknown argument {arg!r}")
+        values[arg] = value
+        i += 1
+    fds = []
+    for name in ("--segment-fd", "--to-worker-fd", "--to-supervisor-fd"):
+        if values[name] is None:
+            raise ValueError(f"{name} is required")
+        if not values[name].isdigit():
+            raise ValueError(f"{name}: {values[name]!r} is not a file descriptor number")
+        fds.append(int(values[name]))
+    if values["--mode"] not in ("reuse", "oneshot"):
+        raise ValueError(f"--mode: {values['--mode']!r} is not one of reuse, oneshot")
+    return fds[0], fds[1], fds[2], values["--mode"]
+
+
+def main(argv):
+    try:
+        segment_fd, to_worker_fd, to_supervisor_fd, mode = _parse_args(argv)
+    except ValueError as e:
+        sys.stderr.write(f"castellan-harness: {e}\n")
+        return EXIT_USAGE
+    _light_site()
+    try:
+        harness = Harness(segment_fd, to_worker_fd, to_supervisor_fd, mode)
+    except (wire.WireError, OSError) as e:
+        sys.stderr.write(f"castellan-harness: cannot attach the wire: {e}\n")
+        return EXIT_BROKEN_WIRE
+    harness.preload()
+    harness.serve()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
