@@ -51,21 +51,30 @@ struct audit_fixture {
     return *a;
   }
 
-  template <class Handle>
-  void track(const Handle& h) {
+  template <class Handle> void track(const Handle& h) {
     spawned.push_back(caf::actor_cast<caf::actor>(h));
+  }
+
+  // Reconfigures `a` with the same settings but a subscriber window of `n`.
+  void next_cfg_window(const audit_actor& a, uint32_t n) {
+    audit_config c;
+    c.enabled = true;
+    c.events = {"*"};
+    c.subscriber_window = n;
+    self->request(a, 10s, c).receive([](audit_stats&) {},
+                                     [&](caf::error& err) { BOOST_FAIL(sys.render(err)); });
   }
 
   audit_stats flush(const audit_actor& a) {
     audit_stats out;
     bool got = false;
     self->request(a, 60s, audit_flush_atom::value)
-      .receive(
-        [&](audit_stats& s) {
-          out = std::move(s);
-          got = true;
-        },
-        [&](caf::error& err) { BOOST_FAIL("flush failed: " << sys.render(err)); });
+        .receive(
+            [&](audit_stats& s) {
+              out = std::move(s);
+              got = true;
+            },
+            [&](caf::error& err) { BOOST_FAIL("flush failed: " << sys.render(err)); });
     BOOST_REQUIRE(got);
     return out;
   }
@@ -103,7 +112,6 @@ uint64_t rss_bytes() {
 
 } // namespace
 
-
 BOOST_AUTO_TEST_SUITE(audit_actor_tests)
 
 BOOST_FIXTURE_TEST_CASE(each_event_kind_reaches_the_file_with_its_fields, audit_fixture) {
@@ -118,9 +126,9 @@ BOOST_FIXTURE_TEST_CASE(each_event_kind_reaches_the_file_with_its_fields, audit_
   BOOST_TEST(st.file_written == 12u);
   const auto recs = test::read_records(c.file.path);
   const std::vector<std::string> expected{
-    "exec_start",     "exec_end",         "timeout",         "oom",
-    "worker_lost",    "syscall_denied",   "policy_warning",  "optimistic_violation",
-    "policy_event",   "worker_lost",      "policy_rejected", "connection"};
+      "exec_start",   "exec_end",       "timeout",         "oom",
+      "worker_lost",  "syscall_denied", "policy_warning",  "optimistic_violation",
+      "policy_event", "worker_lost",    "policy_rejected", "connection"};
   BOOST_TEST(kinds_of(recs) == expected, boost::test_tools::per_element());
   for (size_t i = 0; i < recs.size(); ++i) {
     BOOST_TEST(recs[i]["v"] == 1);
@@ -148,9 +156,9 @@ BOOST_FIXTURE_TEST_CASE(without_audit_enabled_only_always_on_kinds_are_recorded,
   const auto st = flush(a);
   BOOST_TEST(st.received == 12u);
   BOOST_TEST(st.filtered == 4u); // exec_start, exec_end, policy_warning, connection
-  const std::vector<std::string> expected{"timeout",        "oom",         "worker_lost",
-                                          "syscall_denied", "optimistic_violation",
-                                          "policy_event",   "worker_lost", "policy_rejected"};
+  const std::vector<std::string> expected{
+      "timeout",      "oom",         "worker_lost",    "syscall_denied", "optimistic_violation",
+      "policy_event", "worker_lost", "policy_rejected"};
   BOOST_TEST(kinds_of(test::read_records(c.file.path)) == expected,
              boost::test_tools::per_element());
 }
@@ -163,8 +171,9 @@ BOOST_FIXTURE_TEST_CASE(reconfiguration_selects_kinds_and_moves_the_file, audit_
   next.enabled = true;
   next.events = {"exec_start"};
   bool ok = false;
-  self->request(a, 10s, next).receive([&](audit_stats& s) { ok = s.filtered == 1; },
-                                      [&](caf::error& err) { BOOST_FAIL(sys.render(err)); });
+  self->request(a, 10s, next)
+      .receive([&](audit_stats& s) { ok = s.filtered == 1; },
+               [&](caf::error& err) { BOOST_FAIL(sys.render(err)); });
   BOOST_TEST(ok);
   self->send(a, test::sample_started());
   self->send(a, test::sample_finished(error_class::ok)); // exec_end: still not selected
@@ -172,8 +181,7 @@ BOOST_FIXTURE_TEST_CASE(reconfiguration_selects_kinds_and_moves_the_file, audit_
   auto bad = next;
   bad.file.path = "/nonexistent-dir/audit.jsonl";
   bool refused = false;
-  self->request(a, 10s, bad).receive([&](audit_stats&) {},
-                                     [&](caf::error&) { refused = true; });
+  self->request(a, 10s, bad).receive([&](audit_stats&) {}, [&](caf::error&) { refused = true; });
   BOOST_TEST(refused);
   self->send(a, test::sample_started());
   flush(a);
@@ -196,17 +204,16 @@ BOOST_FIXTURE_TEST_CASE(subscribers_get_the_entries_their_filter_selects, audit_
   c.events = {"*"};
   auto a = spawn(c);
   caf::actor me = self;
-  auto sub = sys.spawn([me]() -> caf::behavior {
-    return {[me](const audit_entry& e) { caf::anon_send(me, e); }};
-  });
+  auto sub = sys.spawn(
+      [me]() -> caf::behavior { return {[me](const audit_entry& e) { caf::anon_send(me, e); }}; });
   track(sub);
   self->send(a, subscribe_atom::value, sub, audit_filter{{"syscall_denied", "oom"}, 42, ""});
-  self->send(a, test::sample_security("policy_warning"));      // other kind
-  self->send(a, test::sample_security("syscall_denied"));      // selected
+  self->send(a, test::sample_security("policy_warning")); // other kind
+  self->send(a, test::sample_security("syscall_denied")); // selected
   auto other_exec = test::sample_finished(error_class::oom);
   other_exec.exec_id = 7;
-  self->send(a, other_exec);                                   // other exec
-  self->send(a, test::sample_finished(error_class::oom));      // selected
+  self->send(a, other_exec);                              // other exec
+  self->send(a, test::sample_finished(error_class::oom)); // selected
   std::vector<std::string> got;
   for (int i = 0; i < 2; ++i)
     self->receive([&](const audit_entry& e) { got.push_back(e.kind); },
@@ -214,6 +221,18 @@ BOOST_FIXTURE_TEST_CASE(subscribers_get_the_entries_their_filter_selects, audit_
   BOOST_TEST(got == (std::vector<std::string>{"syscall_denied", "oom"}));
   self->receive([&](const audit_entry& e) { BOOST_FAIL("unexpected entry " << e.kind); },
                 caf::after(200ms) >> [] {});
+  // Answered entries return their credit: with a window of 4, rounds of 4
+  // entries never drop one.
+  next_cfg_window(a, 4);
+  for (int round = 0; round < 3; ++round) {
+    for (int i = 0; i < 4; ++i)
+      self->send(a, test::sample_security("syscall_denied"));
+    for (int i = 0; i < 4; ++i)
+      self->receive([](const audit_entry&) {},
+                    caf::after(10s) >> [&] { BOOST_FAIL("entry missing in round " << round); });
+    std::this_thread::sleep_for(200ms); // the subscriber's replies reach the audit actor
+  }
+  BOOST_TEST(flush(a).subscriber_dropped == 0u);
   self->send(a, unsubscribe_atom::value, sub);
   self->send(a, test::sample_security("syscall_denied"));
   flush(a);
@@ -258,10 +277,10 @@ BOOST_FIXTURE_TEST_CASE(counts_reach_telemetry, audit_fixture) {
   flush(a);
   std::string text;
   self->request(tel, 10s, metrics_atom::value)
-    .receive([&](std::string& t) { text = std::move(t); },
-             [&](caf::error& err) { BOOST_FAIL(sys.render(err)); });
+      .receive([&](std::string& t) { text = std::move(t); },
+               [&](caf::error& err) { BOOST_FAIL(sys.render(err)); });
   BOOST_TEST(text.find("castellan_audit_records_total{kind=\"syscall_denied\"} 3\n") !=
-               std::string::npos,
+                 std::string::npos,
              text);
   BOOST_TEST(text.find("castellan_audit_records_total{kind=\"worker_lost\"} 1\n") !=
              std::string::npos);
@@ -281,22 +300,22 @@ void flood(caf::scoped_actor& self, const audit_actor& a, size_t n,
     while (pressure && pressure->saturated())
       std::this_thread::sleep_for(50us);
     switch (i % 4) {
-      case 0:
-        denied.exec_id = i;
-        post_audit(self, a, pressure, denied);
-        break;
-      case 1:
-        started.exec_id = i;
-        post_audit(self, a, pressure, started);
-        break;
-      case 2:
-        finished.exec_id = i;
-        post_audit(self, a, pressure, finished);
-        break;
-      default:
-        conn.exec_id = i;
-        post_audit(self, a, pressure, conn);
-        break;
+    case 0:
+      denied.exec_id = i;
+      post_audit(self, a, pressure, denied);
+      break;
+    case 1:
+      started.exec_id = i;
+      post_audit(self, a, pressure, started);
+      break;
+    case 2:
+      finished.exec_id = i;
+      post_audit(self, a, pressure, finished);
+      break;
+    default:
+      conn.exec_id = i;
+      post_audit(self, a, pressure, conn);
+      break;
     }
     if (i % 5000 == 0)
       max_rss = std::max(max_rss, rss_bytes());
@@ -320,8 +339,7 @@ void check_flood_file(const std::string& path, size_t n) {
 
 } // namespace
 
-BOOST_FIXTURE_TEST_CASE(a_flood_of_100000_events_loses_nothing_in_bounded_memory,
-                        audit_fixture) {
+BOOST_FIXTURE_TEST_CASE(a_flood_of_100000_events_loses_nothing_in_bounded_memory, audit_fixture) {
   constexpr size_t n = 100000;
   auto c = file_config("flood.jsonl");
   c.enabled = true;
@@ -346,8 +364,8 @@ BOOST_FIXTURE_TEST_CASE(a_flood_of_100000_events_loses_nothing_in_bounded_memory
   BOOST_TEST(pressure->backlog() == 0u);
   check_flood_file(c.file.path, n);
   BOOST_TEST_MESSAGE("flood: RSS growth " << (max_rss - rss_before) / 1024
-                                          << " KiB, writer queue high water "
-                                          << st.queue_high_water << ", backlog high water "
+                                          << " KiB, writer queue high water " << st.queue_high_water
+                                          << ", backlog high water "
                                           << pressure->backlog_high_water());
   BOOST_TEST(max_rss - rss_before < 16ull << 20);
 }

@@ -67,7 +67,7 @@ BOOST_AUTO_TEST_CASE(pretty_lines_show_what_matters) {
   BOOST_TEST(line.find("syscall_denied") != std::string::npos, line);
   BOOST_TEST(line.find("exec=42 pool=default worker=3") != std::string::npos, line);
   BOOST_TEST(line.find("openat /etc/shadow -> deny (rule /fs/rules/0, pid 77)") !=
-               std::string::npos,
+                 std::string::npos,
              line);
   line = pretty_audit_line(parsed(encode(test::sample_finished(error_class::timeout), 1, 1)));
   BOOST_TEST(line.find("timeout") != std::string::npos, line);

@@ -71,9 +71,12 @@ BOOST_AUTO_TEST_CASE(exec_start_fields) {
 
 BOOST_AUTO_TEST_CASE(exec_end_and_its_always_on_classes) {
   const std::pair<error_class, const char*> cases[] = {
-    {error_class::ok, "exec_end"},       {error_class::exception, "exec_end"},
-    {error_class::policy_kill, "exec_end"}, {error_class::timeout, "timeout"},
-    {error_class::oom, "oom"},           {error_class::worker_lost, "worker_lost"},
+      {error_class::ok, "exec_end"},
+      {error_class::exception, "exec_end"},
+      {error_class::policy_kill, "exec_end"},
+      {error_class::timeout, "timeout"},
+      {error_class::oom, "oom"},
+      {error_class::worker_lost, "worker_lost"},
   };
   for (const auto& [cls, kind] : cases) {
     auto rec = encode(test::sample_finished(cls), 1, 1);
@@ -190,8 +193,7 @@ BOOST_AUTO_TEST_CASE(fsync_policy_names) {
 
 namespace {
 
-template <class T>
-T round_trip(caf::actor_system& sys, T x) {
+template <class T> T round_trip(caf::actor_system& sys, T x) {
   std::vector<char> buf;
   caf::binary_serializer sink{sys, buf};
   BOOST_REQUIRE(!sink(x));

@@ -99,9 +99,11 @@ inline worker_lost_event sample_lost() {
 }
 
 inline policy_rejection sample_rejection() {
-  return policy_rejection{"broken", "/etc/castellan/broken.json",
-                          {"/fs/rules/0/path: must be absolute", "/net/rules/1/port: 70000 > 65535"},
-                          1'763'769'241'523'456'789};
+  return policy_rejection{
+      "broken",
+      "/etc/castellan/broken.json",
+      {"/fs/rules/0/path: must be absolute", "/net/rules/1/port: 70000 > 65535"},
+      1'763'769'241'523'456'789};
 }
 
 inline connection_record sample_connection() {

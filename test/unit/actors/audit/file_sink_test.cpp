@@ -131,15 +131,15 @@ BOOST_AUTO_TEST_CASE(every_fsync_policy_is_accepted) {
     BOOST_TEST(st.written == 100u);
     BOOST_TEST(st.write_errors == 0u, st.last_error);
     switch (policy) {
-      case fsync_policy::never:
-        BOOST_TEST(st.fsyncs == 0u);
-        break;
-      case fsync_policy::interval:
-        BOOST_TEST(st.fsyncs >= 1u);
-        break;
-      case fsync_policy::every_record:
-        BOOST_TEST(st.fsyncs == st.writes); // no write is left unsynced
-        break;
+    case fsync_policy::never:
+      BOOST_TEST(st.fsyncs == 0u);
+      break;
+    case fsync_policy::interval:
+      BOOST_TEST(st.fsyncs >= 1u);
+      break;
+    case fsync_policy::every_record:
+      BOOST_TEST(st.fsyncs == st.writes); // no write is left unsynced
+      break;
     }
   }
 }

@@ -34,9 +34,9 @@ BOOST_AUTO_TEST_CASE(values_and_seconds_print_exactly) {
 
 BOOST_AUTO_TEST_CASE(label_values_and_help_are_escaped) {
   BOOST_TEST(escape_label_value("a\"b\\c\nd") == "a\\\"b\\\\c\\nd");
-  BOOST_TEST(escape_label_value("caf\xc3\xa9") == "caf\xc3\xa9");       // valid UTF-8 kept
-  BOOST_TEST(escape_label_value("x\xff") == "x\xef\xbf\xbd");           // invalid replaced
-  BOOST_TEST(escape_help("say \"hi\"\\\n") == "say \"hi\"\\\\\\n");     // quotes stay in HELP
+  BOOST_TEST(escape_label_value("caf\xc3\xa9") == "caf\xc3\xa9");   // valid UTF-8 kept
+  BOOST_TEST(escape_label_value("x\xff") == "x\xef\xbf\xbd");       // invalid replaced
+  BOOST_TEST(escape_help("say \"hi\"\\\n") == "say \"hi\"\\\\\\n"); // quotes stay in HELP
 }
 
 BOOST_AUTO_TEST_CASE(the_text_is_valid_and_says_what_was_recorded) {
@@ -81,30 +81,30 @@ BOOST_AUTO_TEST_CASE(the_text_is_valid_and_says_what_was_recorded) {
 BOOST_AUTO_TEST_CASE(the_validator_is_strict) {
   // Each of these must be refused, or the validator proves nothing.
   const char* bad[] = {
-    "x 1",                                                      // no final newline
-    "# TYPE x gauge\nx 1\n\n",                                  // empty line
-    "x 1\n",                                                    // sample without TYPE
-    "# TYPE x gauge\nx{a=\"1\"} 1\nx{a=\"1\"} 2\n",             // duplicate series
-    "# TYPE x gauge\nx{a=\"\\t\"} 1\n",                         // bad escape
-    "# TYPE x gauge\nx{a=\"1} 1\n",                             // unterminated value
-    "# TYPE x gauge\nx{__a=\"1\"} 1\n",                         // reserved label
-    "# TYPE x gauge\nx one\n",                                  // bad value
-    "# TYPE x gauge\n# TYPE x gauge\nx 1\n",                    // second TYPE
-    "# TYPE x gauge\nx 1\n# TYPE y gauge\ny 1\nx 2\n",          // not contiguous
-    "# TYPE x_total counter\nx_total -1\n",                     // negative counter
-    "# TYPE h_seconds histogram\nh_seconds_bucket{le=\"1\"} 1\nh_seconds_sum 1\n"
-    "h_seconds_count 1\n",                                      // no +Inf bucket
-    "# TYPE h_seconds histogram\nh_seconds_bucket{le=\"1\"} 2\nh_seconds_bucket{le=\"2\"} 1\n"
-    "h_seconds_bucket{le=\"+Inf\"} 2\nh_seconds_sum 1\nh_seconds_count 2\n", // not cumulative
-    "# TYPE h_seconds histogram\nh_seconds_bucket{le=\"+Inf\"} 2\nh_seconds_sum 1\n"
-    "h_seconds_count 3\n",                                      // +Inf != count
-    "# TYPE h_seconds histogram\nh_seconds_bucket{le=\"+Inf\"} 2\nh_seconds_count 2\n", // no sum
-    "# TYPE x gauge\nx\xff 1\n",                                // not UTF-8 / bad name
+      "x 1",                                             // no final newline
+      "# TYPE x gauge\nx 1\n\n",                         // empty line
+      "x 1\n",                                           // sample without TYPE
+      "# TYPE x gauge\nx{a=\"1\"} 1\nx{a=\"1\"} 2\n",    // duplicate series
+      "# TYPE x gauge\nx{a=\"\\t\"} 1\n",                // bad escape
+      "# TYPE x gauge\nx{a=\"1} 1\n",                    // unterminated value
+      "# TYPE x gauge\nx{__a=\"1\"} 1\n",                // reserved label
+      "# TYPE x gauge\nx one\n",                         // bad value
+      "# TYPE x gauge\n# TYPE x gauge\nx 1\n",           // second TYPE
+      "# TYPE x gauge\nx 1\n# TYPE y gauge\ny 1\nx 2\n", // not contiguous
+      "# TYPE x_total counter\nx_total -1\n",            // negative counter
+      "# TYPE h_seconds histogram\nh_seconds_bucket{le=\"1\"} 1\nh_seconds_sum 1\n"
+      "h_seconds_count 1\n", // no +Inf bucket
+      "# TYPE h_seconds histogram\nh_seconds_bucket{le=\"1\"} 2\nh_seconds_bucket{le=\"2\"} 1\n"
+      "h_seconds_bucket{le=\"+Inf\"} 2\nh_seconds_sum 1\nh_seconds_count 2\n", // not cumulative
+      "# TYPE h_seconds histogram\nh_seconds_bucket{le=\"+Inf\"} 2\nh_seconds_sum 1\n"
+      "h_seconds_count 3\n", // +Inf != count
+      "# TYPE h_seconds histogram\nh_seconds_bucket{le=\"+Inf\"} 2\nh_seconds_count 2\n", // no sum
+      "# TYPE x gauge\nx\xff 1\n", // not UTF-8 / bad name
   };
   for (const char* text : bad)
     BOOST_TEST(!test::parse_exposition(text).valid(), text);
-  BOOST_TEST(test::parse_exposition("# HELP x X.\n# TYPE x gauge\nx{a=\"1\",b=\"\\\"\"} 1 123\n")
-               .valid());
+  BOOST_TEST(
+      test::parse_exposition("# HELP x X.\n# TYPE x gauge\nx{a=\"1\",b=\"\\\"\"} 1 123\n").valid());
 }
 
 BOOST_AUTO_TEST_SUITE_END()

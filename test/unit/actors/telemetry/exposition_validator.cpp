@@ -38,7 +38,11 @@ bool utf8_ok(const std::string& s) {
   size_t i = 0;
   while (i < s.size()) {
     const auto c = static_cast<unsigned char>(s[i]);
-    size_t len = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xE ? 3 : (c >> 3) == 0x1E ? 4 : 0;
+    size_t len = c < 0x80           ? 1
+                 : (c >> 5) == 0x6  ? 2
+                 : (c >> 4) == 0xE  ? 3
+                 : (c >> 3) == 0x1E ? 4
+                                    : 0;
     if (len == 0 || i + len > s.size())
       return false;
     for (size_t k = 1; k < len; ++k)
@@ -104,15 +108,16 @@ parsed_exposition parse_exposition(const std::string& text) {
     out.errors.push_back("not UTF-8");
   if (text.empty() || text.back() != '\n')
     out.errors.push_back("does not end in a newline");
-  std::set<std::string> closed;   // families whose samples ended
-  std::set<std::string> series;   // name + labels, for duplicates
+  std::set<std::string> closed; // families whose samples ended
+  std::set<std::string> series; // name + labels, for duplicates
   std::set<std::string> helped, typed;
-  std::string current;            // the family whose samples come now
+  std::string current; // the family whose samples come now
   size_t line_no = 0;
   size_t pos = 0;
   while (pos < text.size()) {
     const auto nl = text.find('\n', pos);
-    const std::string line = text.substr(pos, nl == std::string::npos ? std::string::npos : nl - pos);
+    const std::string line =
+        text.substr(pos, nl == std::string::npos ? std::string::npos : nl - pos);
     pos = nl == std::string::npos ? text.size() : nl + 1;
     ++line_no;
     if (line.empty()) {

@@ -21,12 +21,12 @@ BOOST_AUTO_TEST_CASE(names_are_validated) {
 BOOST_AUTO_TEST_CASE(declarations_follow_the_naming_rules) {
   metrics_registry reg;
   BOOST_TEST(static_cast<bool>(reg.declare("x_total", metric_type::counter, "h")));
-  BOOST_TEST(!reg.declare("x", metric_type::counter, "h"));           // counters end in _total
-  BOOST_TEST(!reg.declare("y_total", metric_type::gauge, "h"));       // only counters do
-  BOOST_TEST(!reg.declare("lat_us", metric_type::histogram, "h"));    // base unit: seconds
+  BOOST_TEST(!reg.declare("x", metric_type::counter, "h"));        // counters end in _total
+  BOOST_TEST(!reg.declare("y_total", metric_type::gauge, "h"));    // only counters do
+  BOOST_TEST(!reg.declare("lat_us", metric_type::histogram, "h")); // base unit: seconds
   BOOST_TEST(static_cast<bool>(reg.declare("lat_seconds", metric_type::histogram, "h")));
   BOOST_TEST(static_cast<bool>(reg.declare("x_total", metric_type::counter, "again")));
-  BOOST_TEST(!reg.declare("x_total", metric_type::gauge, "h"));       // type clash
+  BOOST_TEST(!reg.declare("x_total", metric_type::gauge, "h")); // type clash
   BOOST_TEST(!reg.declare("bad name", metric_type::gauge, "h"));
 }
 
@@ -38,13 +38,13 @@ BOOST_AUTO_TEST_CASE(updates_check_type_labels_and_sign) {
   BOOST_TEST(reg.add("c_total", {{"pool", "a"}}, 2));
   BOOST_TEST(reg.add("c_total", {{"pool", "a"}}, 3));
   BOOST_TEST(*reg.value("c_total", {{"pool", "a"}}) == 5);
-  BOOST_TEST(!reg.add("c_total", {{"pool", "a"}}, -1));   // counters only go up
-  BOOST_TEST(!reg.add("g", {}, 1));                        // not a counter
-  BOOST_TEST(!reg.add("nope_total", {}, 1));               // not declared
-  BOOST_TEST(!reg.add("c_total", {{"__x", "a"}}, 1));      // reserved label
+  BOOST_TEST(!reg.add("c_total", {{"pool", "a"}}, -1)); // counters only go up
+  BOOST_TEST(!reg.add("g", {}, 1));                     // not a counter
+  BOOST_TEST(!reg.add("nope_total", {}, 1));            // not declared
+  BOOST_TEST(!reg.add("c_total", {{"__x", "a"}}, 1));   // reserved label
   BOOST_TEST(reg.set("g", {}, -4.5));
   BOOST_TEST(*reg.value("g", {}) == -4.5);
-  BOOST_TEST(reg.set("c_total", {{"pool", "b"}}, 7));      // a total kept elsewhere
+  BOOST_TEST(reg.set("c_total", {{"pool", "b"}}, 7)); // a total kept elsewhere
   BOOST_TEST(!reg.set("c_total", {{"pool", "b"}}, -7));
   BOOST_TEST(reg.observe_us("h_seconds", {{"pool", "a"}}, 10));
   BOOST_TEST(!reg.observe_us("h_seconds", {{"le", "1"}}, 10)); // le is the histogram's

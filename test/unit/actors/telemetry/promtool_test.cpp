@@ -22,7 +22,8 @@ struct check_result {
 // HELP, suffixes), as a scraper's own parser would see it.
 check_result promtool_check(const std::string& text) {
   const std::string promtool = CASTELLAN_PROMTOOL;
-  BOOST_REQUIRE_MESSAGE(promtool.find("NOTFOUND") == std::string::npos && ::access(promtool.c_str(), X_OK) == 0,
+  BOOST_REQUIRE_MESSAGE(promtool.find("NOTFOUND") == std::string::npos &&
+                            ::access(promtool.c_str(), X_OK) == 0,
                         "promtool not found: install Debian's `prometheus` package "
                         "(apt-get install prometheus) and reconfigure");
   char path[] = "/tmp/castellan-metrics-XXXXXX";

@@ -25,24 +25,22 @@ struct telemetry_fixture {
   telemetry_fixture() : sys(init(cfg)), self(sys), tel(spawn_telemetry(sys)) {}
   ~telemetry_fixture() { caf::anon_send_exit(tel, caf::exit_reason::user_shutdown); }
 
-  template <class Atom>
-  std::string ask(Atom atom) {
+  template <class Atom> std::string ask(Atom atom) {
     std::string out;
     bool got = false;
     self->request(tel, 10s, atom)
-      .receive(
-        [&](std::string& s) {
-          out = std::move(s);
-          got = true;
-        },
-        [&](caf::error& err) { BOOST_FAIL(sys.render(err)); });
+        .receive(
+            [&](std::string& s) {
+              out = std::move(s);
+              got = true;
+            },
+            [&](caf::error& err) { BOOST_FAIL(sys.render(err)); });
     BOOST_REQUIRE(got);
     return out;
   }
 };
 
-template <class T>
-T round_trip(caf::actor_system& sys, T x) {
+template <class T> T round_trip(caf::actor_system& sys, T x) {
   std::vector<char> buf;
   caf::binary_serializer sink{sys, buf};
   BOOST_REQUIRE(!sink(x));
@@ -58,8 +56,8 @@ BOOST_AUTO_TEST_SUITE(telemetry_actor_tests)
 
 BOOST_FIXTURE_TEST_CASE(observations_become_metrics_and_a_summary, telemetry_fixture) {
   for (uint64_t i = 0; i < 10; ++i)
-    self->send(tel, exec_observation{"default", i < 9 ? error_class::ok : error_class::oom,
-                                     i, 1000 * (i + 1)});
+    self->send(tel, exec_observation{"default", i < 9 ? error_class::ok : error_class::oom, i,
+                                     1000 * (i + 1)});
   pool_status ps;
   ps.name = "default";
   ps.size = 4;
@@ -86,9 +84,10 @@ BOOST_FIXTURE_TEST_CASE(observations_become_metrics_and_a_summary, telemetry_fix
   BOOST_TEST(*p.value(mn::ring_fill, {{"pool", "default"}, {"ring", "from_worker"}}) == 0.1);
   const auto summary = ask(summary_atom::value);
   BOOST_TEST(summary.find("execs     10 (ok 9, oom 1)") == 0u, summary);
-  BOOST_TEST(summary.find("pool      default: 4 workers (3 idle, 1 busy, 0 starting), queue 0/16") !=
-               std::string::npos,
-             summary);
+  BOOST_TEST(
+      summary.find("pool      default: 4 workers (3 idle, 1 busy, 0 starting), queue 0/16") !=
+          std::string::npos,
+      summary);
 }
 
 BOOST_FIXTURE_TEST_CASE(observations_survive_binary_serialization, telemetry_fixture) {

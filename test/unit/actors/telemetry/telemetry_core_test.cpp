@@ -101,7 +101,8 @@ BOOST_AUTO_TEST_CASE(retired_workers_leave_the_exposition) {
 
 BOOST_AUTO_TEST_CASE(counter_increments_accept_new_counters_and_refuse_garbage) {
   telemetry_core core;
-  BOOST_TEST(core.apply(counter_increment{"castellan_proxy_connections_total", {{"decision", "deny"}}, 4}));
+  BOOST_TEST(core.apply(
+      counter_increment{"castellan_proxy_connections_total", {{"decision", "deny"}}, 4}));
   BOOST_TEST(!core.apply(counter_increment{"not a name", {}, 1}));
   BOOST_TEST(!core.apply(counter_increment{"castellan_pool_size", {}, 1})); // a gauge
   BOOST_TEST(!core.apply(counter_increment{"castellan_spawns", {}, 1}));    // no _total
@@ -123,10 +124,10 @@ BOOST_AUTO_TEST_CASE(the_summary_is_a_few_lines_with_the_figures) {
   BOOST_TEST(lines == 6u);
   BOOST_TEST(s.find("execs     100 (busy 2, ok 90, timeout 8), 50.0/s\n") != std::string::npos, s);
   BOOST_TEST(s.find("latency   run p50 32.8ms p90 131.1ms p99 131.1ms; queue p50 256us") !=
-               std::string::npos,
+                 std::string::npos,
              s);
   BOOST_TEST(s.find("pool      p: 8 workers (5 idle, 2 busy, 1 starting), queue 3/64\n") !=
-               std::string::npos,
+                 std::string::npos,
              s);
   BOOST_TEST(s.find("workers   spawned 3, killed 1, recycled 2\n") != std::string::npos, s);
   BOOST_TEST(s.find("syscalls  mediated 50, 25.0/s, latency p50 32us") != std::string::npos, s);

@@ -12,7 +12,7 @@ namespace castellan::test {
 
 /// What `feed` did.
 struct fed {
-  std::vector<uint64_t> run_us;   ///< pool "p", error classes below
+  std::vector<uint64_t> run_us; ///< pool "p", error classes below
   std::vector<uint64_t> queue_us;
   uint64_t ok = 0, timeout = 0, busy = 0;
   std::vector<uint64_t> syscall_ns; ///< pool "p"
