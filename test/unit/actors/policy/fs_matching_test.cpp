@@ -29,16 +29,16 @@ BOOST_AUTO_TEST_SUITE(fs_matching)
 
 BOOST_AUTO_TEST_CASE(normalisation) {
   const std::pair<const char*, const char*> cases[] = {
-    {"/", "/"},
-    {"//", "/"},
-    {"/tmp/", "/tmp"},
-    {"/tmp//x", "/tmp/x"},
-    {"/tmp/./x/.", "/tmp/x"},
-    {"/tmp/a/../b", "/tmp/b"},
-    {"/../../etc/passwd", "/etc/passwd"},
-    {"/tmp/..", "/"},
-    {"/a/b/c/../../..", "/"},
-    {"/a/b/../../../../c", "/c"},
+      {"/", "/"},
+      {"//", "/"},
+      {"/tmp/", "/tmp"},
+      {"/tmp//x", "/tmp/x"},
+      {"/tmp/./x/.", "/tmp/x"},
+      {"/tmp/a/../b", "/tmp/b"},
+      {"/../../etc/passwd", "/etc/passwd"},
+      {"/tmp/..", "/"},
+      {"/a/b/c/../../..", "/"},
+      {"/a/b/../../../../c", "/c"},
   };
   for (const auto& [in, out] : cases) {
     auto n = normalize_path(in);
@@ -67,16 +67,16 @@ BOOST_AUTO_TEST_CASE(component_prefix_not_string_prefix) {
   auto p = from_text(R"({"version": 1, "defaults": {"fs": "deny"},
     "fs": {"rules": [{"action": "allow", "path": "/tmp", "perms": ["read_file"]}]}})");
   const fs_case cases[] = {
-    {"/tmp", read_file, action::allow, "/fs/rules/0"},
-    {"/tmp/", read_file, action::allow, "/fs/rules/0"},
-    {"/tmp/x", read_file, action::allow, "/fs/rules/0"},
-    {"/tmp/a/b/c", read_file, action::allow, "/fs/rules/0"},
-    {"/tmpfile", read_file, action::deny, "default"},
-    {"/tmp2/x", read_file, action::deny, "default"},
-    {"/tm", read_file, action::deny, "default"},
-    {"/tmp/../etc/passwd", read_file, action::deny, "default"},
-    {"/etc/../tmp/x", read_file, action::allow, "/fs/rules/0"},
-    {"/tmp/x", write_file, action::deny, "default"},
+      {"/tmp", read_file, action::allow, "/fs/rules/0"},
+      {"/tmp/", read_file, action::allow, "/fs/rules/0"},
+      {"/tmp/x", read_file, action::allow, "/fs/rules/0"},
+      {"/tmp/a/b/c", read_file, action::allow, "/fs/rules/0"},
+      {"/tmpfile", read_file, action::deny, "default"},
+      {"/tmp2/x", read_file, action::deny, "default"},
+      {"/tm", read_file, action::deny, "default"},
+      {"/tmp/../etc/passwd", read_file, action::deny, "default"},
+      {"/etc/../tmp/x", read_file, action::allow, "/fs/rules/0"},
+      {"/tmp/x", write_file, action::deny, "default"},
   };
   for (const auto& c : cases) {
     const auto d = p.fs(c.path, c.access);
@@ -96,23 +96,23 @@ BOOST_AUTO_TEST_CASE(globs) {
     {"action": "allow", "path": "/var/lib*/x*y", "perms": ["read_file"]}
   ]}})");
   const fs_case cases[] = {
-    {"/srv/a/public", read_file, action::allow, "/fs/rules/0"},
-    {"/srv/a/public/index.html", read_file, action::allow, "/fs/rules/0"},
-    {"/srv/a/b/public", read_file, action::deny, "default"}, // * is one component
-    {"/srv/public", read_file, action::deny, "default"},
-    {"/data/x.csv", read_file, action::allow, "/fs/rules/1"}, // ** matches zero components
-    {"/data/a/b/c/x.csv", read_file, action::allow, "/fs/rules/1"},
-    {"/data/a/b/c/x.csvx", read_file, action::deny, "default"},
-    {"/data/a.csv/inner", read_file, action::allow, "/fs/rules/1"}, // covers beneath
-    {"/opt", read_dir, action::allow, "/fs/rules/2"},
-    {"/opt/a/b", read_dir, action::allow, "/fs/rules/2"},
-    {"/optx", read_dir, action::deny, "default"},
-    {"/home/ann/.ssh/id_rsa", read_file, action::deny, "/fs/rules/3"},
-    {"/home/ann/notes", read_file, action::allow, "/fs/rules/4"},
-    {"/home/ann/x/.ssh", read_file, action::allow, "/fs/rules/4"},
-    {"/var/lib/xzy", read_file, action::allow, "/fs/rules/5"},
-    {"/var/lib64/xy", read_file, action::allow, "/fs/rules/5"},
-    {"/var/lib64/xz", read_file, action::deny, "default"},
+      {"/srv/a/public", read_file, action::allow, "/fs/rules/0"},
+      {"/srv/a/public/index.html", read_file, action::allow, "/fs/rules/0"},
+      {"/srv/a/b/public", read_file, action::deny, "default"}, // * is one component
+      {"/srv/public", read_file, action::deny, "default"},
+      {"/data/x.csv", read_file, action::allow, "/fs/rules/1"}, // ** matches zero components
+      {"/data/a/b/c/x.csv", read_file, action::allow, "/fs/rules/1"},
+      {"/data/a/b/c/x.csvx", read_file, action::deny, "default"},
+      {"/data/a.csv/inner", read_file, action::allow, "/fs/rules/1"}, // covers beneath
+      {"/opt", read_dir, action::allow, "/fs/rules/2"},
+      {"/opt/a/b", read_dir, action::allow, "/fs/rules/2"},
+      {"/optx", read_dir, action::deny, "default"},
+      {"/home/ann/.ssh/id_rsa", read_file, action::deny, "/fs/rules/3"},
+      {"/home/ann/notes", read_file, action::allow, "/fs/rules/4"},
+      {"/home/ann/x/.ssh", read_file, action::allow, "/fs/rules/4"},
+      {"/var/lib/xzy", read_file, action::allow, "/fs/rules/5"},
+      {"/var/lib64/xy", read_file, action::allow, "/fs/rules/5"},
+      {"/var/lib64/xz", read_file, action::deny, "default"},
   };
   for (const auto& c : cases) {
     const auto d = p.fs(c.path, c.access);
@@ -130,9 +130,9 @@ BOOST_AUTO_TEST_CASE(reference_priority_example) {
       { "path": "/tmp/secret", "perms": ["read_file"], "action": "deny" }
     ]}})");
   const fs_case cases[] = {
-    {"/tmp/secret", read_file, action::deny, "/fs/rules/1"},
-    {"/tmp/file", read_file, action::allow, "/fs/rules/0"},
-    {"/home/user/file", read_file, action::deny, "default"},
+      {"/tmp/secret", read_file, action::deny, "/fs/rules/1"},
+      {"/tmp/file", read_file, action::allow, "/fs/rules/0"},
+      {"/home/user/file", read_file, action::deny, "default"},
   };
   for (const auto& c : cases) {
     const auto d = p.fs(c.path, c.access);
@@ -153,12 +153,12 @@ BOOST_AUTO_TEST_CASE(priority_across_all_matches) {
     {"action": "deny", "path": "/w/*/y", "perms": ["read_file"]}
   ]}})");
   const fs_case cases[] = {
-    {"/w", read_file, action::warn, "/fs/rules/3"},
-    {"/w/a", read_file, action::warn, "/fs/rules/3"},
-    {"/w/x", read_file, action::warn, "/fs/rules/1"},
-    {"/w/x/y", read_file, action::deny, "/fs/rules/5"},
-    {"/w/x/y/z", read_file, action::deny, "/fs/rules/4"},
-    {"/elsewhere", read_file, action::allow, "default"},
+      {"/w", read_file, action::warn, "/fs/rules/3"},
+      {"/w/a", read_file, action::warn, "/fs/rules/3"},
+      {"/w/x", read_file, action::warn, "/fs/rules/1"},
+      {"/w/x/y", read_file, action::deny, "/fs/rules/5"},
+      {"/w/x/y/z", read_file, action::deny, "/fs/rules/4"},
+      {"/elsewhere", read_file, action::allow, "default"},
   };
   for (const auto& c : cases) {
     const auto d = p.fs(c.path, c.access);
@@ -236,9 +236,8 @@ BOOST_AUTO_TEST_CASE(vocabulary_matches_landlock) {
 
 BOOST_AUTO_TEST_CASE(invalid_queries_are_denied) {
   auto p = from_text(R"({"version": 1, "defaults": {"fs": "allow"}})");
-  for (const auto& d : {p.fs("relative/path", read_file), p.fs("", read_file),
-                        p.fs("/tmp", 0), p.fs("/tmp", 1u << 20),
-                        p.fs(std::string_view{"/tmp/\0", 6}, read_file)}) {
+  for (const auto& d : {p.fs("relative/path", read_file), p.fs("", read_file), p.fs("/tmp", 0),
+                        p.fs("/tmp", 1u << 20), p.fs(std::string_view{"/tmp/\0", 6}, read_file)}) {
     BOOST_CHECK_EQUAL(d.verdict, action::deny);
     BOOST_CHECK(d.source == decision_source::invalid_query);
     BOOST_CHECK_EQUAL(d.pointer, "invalid");

@@ -3,6 +3,7 @@
 #include <boost/test/unit_test.hpp>
 
 #include <stdlib.h>
+#include <sys/stat.h>
 
 #include <filesystem>
 #include <fstream>
@@ -195,8 +196,8 @@ BOOST_AUTO_TEST_CASE(extends_cycles_are_named) {
   BOOST_CHECK_EQUAL(e.file, d.str() + "/c.json");
   BOOST_CHECK_EQUAL(e.pointer, "/extends/0");
   BOOST_CHECK_EQUAL(e.message, "extends cycle: " + d.str() + "/a.json -> " + d.str() +
-                                 "/b.json -> " + d.str() + "/c.json -> " + d.str() +
-                                 "/a.json (extends)");
+                                   "/b.json -> " + d.str() + "/c.json -> " + d.str() +
+                                   "/a.json (extends)");
   // A policy that extends itself.
   d.write("self.json", R"({"version": 1, "extends": ["self.json"]})");
   auto self = load_policy(d.str() + "/self.json", d.str());
@@ -212,6 +213,12 @@ BOOST_AUTO_TEST_CASE(extends_errors_name_the_broken_file) {
   BOOST_REQUIRE(!doc.has_value());
   BOOST_CHECK_EQUAL(doc.errors().front().file, d.str() + "/broken.json");
   BOOST_CHECK_EQUAL(doc.errors().front().pointer, "/defaults/fs");
+  // A FIFO named like a policy is refused, not waited on.
+  BOOST_REQUIRE_EQUAL(::mkfifo((d.path / "pipe.json").c_str(), 0600), 0);
+  const auto via_pipe = d.write("via-pipe.json", R"({"version": 1, "extends": ["pipe"]})");
+  auto piped = load_policy(via_pipe, d.str());
+  BOOST_REQUIRE(!piped.has_value());
+  BOOST_CHECK_EQUAL(piped.errors().front().message, "not a regular file");
 }
 
 BOOST_AUTO_TEST_CASE(extends_cannot_loosen) {

@@ -24,9 +24,9 @@ struct net_case {
 void run(const castellan::policy::test::evaluators& p, const net_case& c) {
   const auto d = p.net(c.proto, c.address, c.port, c.host);
   BOOST_CHECK_MESSAGE(d.verdict == c.expected && d.pointer == c.pointer,
-                      to_string(c.proto) << " " << c.address << ":" << c.port << " '" << c.host
-                                         << "': got " << d << ", want " << to_string(c.expected)
-                                         << " by " << c.pointer);
+                      to_string(c.proto)
+                          << " " << c.address << ":" << c.port << " '" << c.host << "': got " << d
+                          << ", want " << to_string(c.expected) << " by " << c.pointer);
 }
 
 constexpr auto tcp = net_proto::tcp;
@@ -44,42 +44,43 @@ BOOST_AUTO_TEST_CASE(reference_cidr_examples) {
     const char* outside;
   };
   const cidr_case cases[] = {
-    {"0.0.0.0/0", "203.0.113.7", "2001:db8::1"},
-    {"10.0.0.0/8", "10.255.0.1", "11.0.0.1"},
-    {"172.16.0.0/12", "172.31.255.255", "172.32.0.0"},
-    {"192.168.0.0/16", "192.168.1.1", "192.169.0.1"},
-    {"169.254.169.254/32", "169.254.169.254", "169.254.169.253"},
-    {"2001:db8::/32", "2001:db8:ffff::1", "2001:db9::1"},
-    {"fe80::/10", "febf::1", "fec0::1"},
-    {"::1/128", "::1", "::2"},
-    {"::/0", "2001:db8::1", "1.2.3.4"},
+      {"0.0.0.0/0", "203.0.113.7", "2001:db8::1"},
+      {"10.0.0.0/8", "10.255.0.1", "11.0.0.1"},
+      {"172.16.0.0/12", "172.31.255.255", "172.32.0.0"},
+      {"192.168.0.0/16", "192.168.1.1", "192.169.0.1"},
+      {"169.254.169.254/32", "169.254.169.254", "169.254.169.253"},
+      {"2001:db8::/32", "2001:db8:ffff::1", "2001:db9::1"},
+      {"fe80::/10", "febf::1", "fec0::1"},
+      {"::1/128", "::1", "::2"},
+      {"::/0", "2001:db8::1", "1.2.3.4"},
   };
   for (const auto& c : cases) {
     auto block = parse_cidr(c.cidr);
     BOOST_REQUIRE_MESSAGE(block.has_value(), c.cidr);
     BOOST_CHECK_MESSAGE(block->contains(*parse_ip(c.inside)), c.cidr << " contains " << c.inside);
-    BOOST_CHECK_MESSAGE(!block->contains(*parse_ip(c.outside)), c.cidr << " excludes " << c.outside);
+    BOOST_CHECK_MESSAGE(!block->contains(*parse_ip(c.outside)),
+                        c.cidr << " excludes " << c.outside);
   }
 }
 
 BOOST_AUTO_TEST_CASE(cidr_validation) {
-  const char* valid[] = {"0.0.0.0/0", "1.2.3.4/32", "1.2.3.4", "::/0", "2001:db8::/32",
-                         "::ffff:10.0.0.0/104", "fd00:ec2::254/128"};
+  const char* valid[] = {"0.0.0.0/0",     "1.2.3.4/32",          "1.2.3.4",          "::/0",
+                         "2001:db8::/32", "::ffff:10.0.0.0/104", "fd00:ec2::254/128"};
   for (const char* v : valid)
     BOOST_CHECK_MESSAGE(parse_cidr(v).has_value(), v);
   const std::pair<const char*, const char*> invalid[] = {
-    {"10.0.0.1/8", "host bits set beyond /8 (the network is 10.0.0.0/8)"},
-    {"10.0.0.0/33", "exceeds 32"},
-    {"2001:db8::/129", "exceeds 128"},
-    {"2001:db8::1/32", "the network is 2001:db8::/32"},
-    {"10.0.0.0/", "prefix length must be"},
-    {"10.0.0.0/08", "leading zero"},
-    {"10.0.0.0/-1", "not a number"},
-    {"256.0.0.0/8", "not an IPv4 or IPv6 address"},
-    {"010.0.0.0/8", "not an IPv4 or IPv6 address"},
-    {"fe80::1%eth0/64", "not an IPv4 or IPv6 address"},
-    {"/8", "missing address"},
-    {"example.com/8", "not an IPv4 or IPv6 address"},
+      {"10.0.0.1/8", "host bits set beyond /8 (the network is 10.0.0.0/8)"},
+      {"10.0.0.0/33", "exceeds 32"},
+      {"2001:db8::/129", "exceeds 128"},
+      {"2001:db8::1/32", "the network is 2001:db8::/32"},
+      {"10.0.0.0/", "prefix length must be"},
+      {"10.0.0.0/08", "leading zero"},
+      {"10.0.0.0/-1", "not a number"},
+      {"256.0.0.0/8", "not an IPv4 or IPv6 address"},
+      {"010.0.0.0/8", "not an IPv4 or IPv6 address"},
+      {"fe80::1%eth0/64", "not an IPv4 or IPv6 address"},
+      {"/8", "missing address"},
+      {"example.com/8", "not an IPv4 or IPv6 address"},
   };
   for (const auto& [text, fragment] : invalid) {
     auto r = parse_cidr(text);
@@ -101,13 +102,13 @@ BOOST_AUTO_TEST_CASE(reference_port_examples) {
     std::vector<uint16_t> out;
   };
   const port_case cases[] = {
-    {"80", {80}, {79, 81, 443}},
-    {"80,443,8080", {80, 443, 8080}, {81, 8081}},
-    {"8000-9000", {8000, 8500, 9000}, {7999, 9001}},
-    {"80,443,8000-9000", {80, 443, 8000, 9000}, {81, 7999, 9001}},
-    {"0-65535", {0, 1, 65535}, {}},
-    {"0", {0}, {1}},
-    {"65535", {65535}, {65534}},
+      {"80", {80}, {79, 81, 443}},
+      {"80,443,8080", {80, 443, 8080}, {81, 8081}},
+      {"8000-9000", {8000, 8500, 9000}, {7999, 9001}},
+      {"80,443,8000-9000", {80, 443, 8000, 9000}, {81, 7999, 9001}},
+      {"0-65535", {0, 1, 65535}, {}},
+      {"0", {0}, {1}},
+      {"65535", {65535}, {65534}},
   };
   for (const auto& c : cases) {
     auto r = parse_port_spec(c.spec);
@@ -118,19 +119,19 @@ BOOST_AUTO_TEST_CASE(reference_port_examples) {
       BOOST_CHECK_MESSAGE(!ports_contain(*r, p), c.spec << " excludes " << p);
   }
   const std::pair<const char*, const char*> invalid[] = {
-    {"", "empty"},
-    {"65536", "out of range"},
-    {"99999", "out of range"},
-    {"123456", "out of range"},
-    {"9000-8000", "from > to"},
-    {"80,", "empty element"},
-    {",80", "empty element"},
-    {"80-", "empty port"},
-    {"-80", "empty port"},
-    {"80 ", "unexpected character ' '"},
-    {"+80", "unexpected character '+'"},
-    {"080", "leading zero"},
-    {"1-2-3", "unexpected character '-'"},
+      {"", "empty"},
+      {"65536", "out of range"},
+      {"99999", "out of range"},
+      {"123456", "out of range"},
+      {"9000-8000", "from > to"},
+      {"80,", "empty element"},
+      {",80", "empty element"},
+      {"80-", "empty port"},
+      {"-80", "empty port"},
+      {"80 ", "unexpected character ' '"},
+      {"+80", "unexpected character '+'"},
+      {"080", "leading zero"},
+      {"1-2-3", "unexpected character '-'"},
   };
   for (const auto& [text, fragment] : invalid) {
     auto r = parse_port_spec(text);
@@ -149,19 +150,19 @@ BOOST_AUTO_TEST_CASE(rules_by_proto_family_and_port) {
     {"action": "warn", "proto": "tcp", "cidr": "10.1.2.3/32", "ports": "25"}
   ]}})");
   const net_case cases[] = {
-    {tcp, "10.1.2.3", 80, "", action::deny, "/net/rules/0"},
-    {tcp, "10.1.2.3", 25, "", action::deny, "/net/rules/0"},
-    {udp, "10.1.2.3", 53, "", action::allow, "/net/rules/2"},
-    {udp, "10.1.2.3", 54, "", action::allow, "default"},
-    {tcp, "8.8.8.8", 25, "", action::warn, "/net/rules/1"},
-    {tcp, "8.8.8.8", 3306, "", action::warn, "/net/rules/1"},
-    {tcp, "8.8.8.8", 26, "", action::allow, "default"},
-    {tcp, "2001:db8::5", 443, "", action::deny, "/net/rules/3"},
-    {tcp, "2001:db8::5", 80, "", action::allow, "default"},
-    {udp, "2001:db8::5", 443, "", action::allow, "default"},
-    // IPv4-mapped IPv6 addresses are their IPv4 address.
-    {tcp, "::ffff:10.0.0.1", 80, "", action::deny, "/net/rules/0"},
-    {tcp, "::ffff:8.8.8.8", 25, "", action::warn, "/net/rules/1"},
+      {tcp, "10.1.2.3", 80, "", action::deny, "/net/rules/0"},
+      {tcp, "10.1.2.3", 25, "", action::deny, "/net/rules/0"},
+      {udp, "10.1.2.3", 53, "", action::allow, "/net/rules/2"},
+      {udp, "10.1.2.3", 54, "", action::allow, "default"},
+      {tcp, "8.8.8.8", 25, "", action::warn, "/net/rules/1"},
+      {tcp, "8.8.8.8", 3306, "", action::warn, "/net/rules/1"},
+      {tcp, "8.8.8.8", 26, "", action::allow, "default"},
+      {tcp, "2001:db8::5", 443, "", action::deny, "/net/rules/3"},
+      {tcp, "2001:db8::5", 80, "", action::allow, "default"},
+      {udp, "2001:db8::5", 443, "", action::allow, "default"},
+      // IPv4-mapped IPv6 addresses are their IPv4 address.
+      {tcp, "::ffff:10.0.0.1", 80, "", action::deny, "/net/rules/0"},
+      {tcp, "::ffff:8.8.8.8", 25, "", action::warn, "/net/rules/1"},
   };
   for (const auto& c : cases)
     run(p, c);
@@ -204,19 +205,19 @@ BOOST_AUTO_TEST_CASE(host_lists) {
         "deny": ["evil.github.com", "*.internal.github.com"]
       }}})");
   const net_case cases[] = {
-    {tcp, "140.82.1.1", 443, "api.github.com", action::allow, "/net/hosts/allow/1"},
-    {tcp, "140.82.1.1", 443, "API.GitHub.com.", action::allow, "/net/hosts/allow/1"},
-    {tcp, "151.101.0.1", 443, "pypi.org", action::allow, "/net/hosts/allow/0"},
-    // The deny list wins over the allow list.
-    {tcp, "140.82.1.1", 443, "evil.github.com", action::deny, "/net/hosts/deny/0"},
-    {tcp, "140.82.1.1", 443, "a.internal.github.com", action::deny, "/net/hosts/deny/1"},
-    // An allow list exists: hosts not on it are denied, even where a rule allows.
-    {tcp, "192.0.2.1", 443, "example.com", action::deny, "/net/hosts/allow"},
-    {tcp, "140.82.1.1", 443, "github.com", action::deny, "/net/hosts/allow"},
-    // No host name at all: not on the allow list either.
-    {tcp, "192.0.2.1", 443, "", action::deny, "/net/hosts/allow"},
-    // Address rules still apply to allowed names (a name resolving inside).
-    {tcp, "10.0.0.5", 443, "pypi.org", action::deny, "/net/rules/0"},
+      {tcp, "140.82.1.1", 443, "api.github.com", action::allow, "/net/hosts/allow/1"},
+      {tcp, "140.82.1.1", 443, "API.GitHub.com.", action::allow, "/net/hosts/allow/1"},
+      {tcp, "151.101.0.1", 443, "pypi.org", action::allow, "/net/hosts/allow/0"},
+      // The deny list wins over the allow list.
+      {tcp, "140.82.1.1", 443, "evil.github.com", action::deny, "/net/hosts/deny/0"},
+      {tcp, "140.82.1.1", 443, "a.internal.github.com", action::deny, "/net/hosts/deny/1"},
+      // An allow list exists: hosts not on it are denied, even where a rule allows.
+      {tcp, "192.0.2.1", 443, "example.com", action::deny, "/net/hosts/allow"},
+      {tcp, "140.82.1.1", 443, "github.com", action::deny, "/net/hosts/allow"},
+      // No host name at all: not on the allow list either.
+      {tcp, "192.0.2.1", 443, "", action::deny, "/net/hosts/allow"},
+      // Address rules still apply to allowed names (a name resolving inside).
+      {tcp, "10.0.0.5", 443, "pypi.org", action::deny, "/net/rules/0"},
   };
   for (const auto& c : cases)
     run(p, c);

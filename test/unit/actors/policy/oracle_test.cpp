@@ -21,10 +21,7 @@ public:
 
   size_t below(size_t n) { return std::uniform_int_distribution<size_t>{0, n - 1}(rng_); }
   bool chance(unsigned percent) { return below(100) < percent; }
-  template <class T, size_t N>
-  const T& pick(const T (&arr)[N]) {
-    return arr[below(N)];
-  }
+  template <class T, size_t N> const T& pick(const T (&arr)[N]) { return arr[below(N)]; }
 
   std::string action_name() {
     static const char* names[] = {"allow", "warn", "deny"};
@@ -42,8 +39,8 @@ public:
   }
 
   std::string query_path() {
-    static const char* parts[] = {"a", "b", "tmp", "lib", "x.py", "usr", "lab", "y.py",
-                                  "tmpfile", "aa", ".", "..", ""};
+    static const char* parts[] = {"a",    "b",       "tmp", "lib", "x.py", "usr", "lab",
+                                  "y.py", "tmpfile", "aa",  ".",   "..",   ""};
     std::string out;
     const size_t depth = below(7);
     for (size_t i = 0; i < depth; ++i)
@@ -69,8 +66,8 @@ public:
   }
 
   ip_address address(bool for_query) {
-    static const char* v4[] = {"10.0.0.0", "10.1.2.3", "192.168.1.77", "8.8.8.8", "0.0.0.0",
-                               "172.16.5.4", "169.254.169.254"};
+    static const char* v4[] = {"10.0.0.0", "10.1.2.3",   "192.168.1.77",   "8.8.8.8",
+                               "0.0.0.0",  "172.16.5.4", "169.254.169.254"};
     static const char* v6[] = {"2001:db8::1", "fe80::1", "::1", "2001:db8:1::77"};
     ip_address a = *parse_ip(chance(80) ? pick(v4) : pick(v6));
     if (for_query && chance(50))
@@ -85,15 +82,15 @@ public:
   }
 
   std::string ports() {
-    static const char* specs[] = {"0-65535", "80", "443", "80,443", "8000-9000", "53",
-                                  "22,80-90,443"};
+    static const char* specs[] = {"0-65535",   "80", "443",         "80,443",
+                                  "8000-9000", "53", "22,80-90,443"};
     return pick(specs);
   }
 
   std::string host(bool for_query) {
     static const char* patterns[] = {"a.com", "*.a.com", "b.a.com", "*", "c.org", "*.c.org"};
-    static const char* queries[] = {"a.com", "b.a.com", "x.b.a.com", "A.COM.", "c.org",
-                                    "d.c.org", "other.net", ""};
+    static const char* queries[] = {"a.com", "b.a.com", "x.b.a.com", "A.COM.",
+                                    "c.org", "d.c.org", "other.net", ""};
     return for_query ? pick(queries) : pick(patterns);
   }
 
@@ -155,7 +152,8 @@ BOOST_AUTO_TEST_CASE(compiled_agrees_with_linear) {
       const auto fb = linear.check_fs(path, a);
       const ip_address addr = g.address(true);
       const auto proto = g.chance(50) ? net_proto::tcp : net_proto::udp;
-      const uint16_t port = static_cast<uint16_t>(g.chance(80) ? 80 + g.below(400) : g.below(65536));
+      const uint16_t port =
+          static_cast<uint16_t>(g.chance(80) ? 80 + g.below(400) : g.below(65536));
       const std::string host = g.host(true);
       const auto na = compiled->check_net(proto, addr, port, host);
       const auto nb = linear.check_net(proto, addr, port, host);
@@ -166,9 +164,9 @@ BOOST_AUTO_TEST_CASE(compiled_agrees_with_linear) {
       if (fa != fb || na != nb || ea != eb) {
         ++disagreements;
         BOOST_ERROR("disagreement on policy\n"
-                    << text << "\nfs " << path << " " << a << ": " << fa << " vs " << fb
-                    << "\nnet " << to_string(addr) << ":" << port << " " << host << ": " << na
-                    << " vs " << nb << "\nexec " << path << ": " << ea << " vs " << eb);
+                    << text << "\nfs " << path << " " << a << ": " << fa << " vs " << fb << "\nnet "
+                    << to_string(addr) << ":" << port << " " << host << ": " << na << " vs " << nb
+                    << "\nexec " << path << ": " << ea << " vs " << eb);
         if (disagreements > 5)
           return;
       }

@@ -20,6 +20,7 @@
 
 #include "actors/actor_system_setup.hpp"
 #include "actors/policy/directory_watcher.hpp"
+#include "actors/policy/engine/policy_loader.hpp"
 #include "actors/policy/policy_actor.hpp"
 
 using namespace castellan;
@@ -77,28 +78,26 @@ struct fixture {
     return *hdl;
   }
 
-  template <class T, class... Ts>
-  T ask(const policy_actor& a, Ts&&... xs) {
+  template <class T, class... Ts> T ask(const policy_actor& a, Ts&&... xs) {
     T out{};
     bool got = false;
     self->request(a, 5s, std::forward<Ts>(xs)...)
-      .receive(
-        [&](T& x) {
-          out = std::move(x);
-          got = true;
-        },
-        [&](caf::error& err) { BOOST_FAIL("request failed: " << sys.render(err)); });
+        .receive(
+            [&](T& x) {
+              out = std::move(x);
+              got = true;
+            },
+            [&](caf::error& err) { BOOST_FAIL("request failed: " << sys.render(err)); });
     BOOST_REQUIRE(got);
     return out;
   }
 
-  template <class... Ts>
-  caf::error ask_error(const policy_actor& a, Ts&&... xs) {
+  /// Sends a request that must fail; returns its error.
+  template <class Reply, class... Ts> caf::error ask_error(const policy_actor& a, Ts&&... xs) {
     caf::error out;
     self->request(a, 5s, std::forward<Ts>(xs)...)
-      .receive([&](caf::error& err) { out = std::move(err); },
-               [&](const policy_snapshot&) { BOOST_FAIL("expected an error"); },
-               [&](const policy_decision&) { BOOST_FAIL("expected an error"); });
+        .receive([&](Reply&) { BOOST_FAIL("expected an error"); },
+                 [&](caf::error& err) { out = std::move(err); });
     return out;
   }
 
@@ -109,25 +108,25 @@ struct fixture {
   }
 
   /// Waits for the next notification about `name` (skipping others).
-  template <class T>
-  T await(const std::string& name, std::chrono::seconds timeout = 10s) {
+  template <class T> T await(const std::string& name, std::chrono::seconds timeout = 10s) {
     const auto deadline = std::chrono::steady_clock::now() + timeout;
     for (;;) {
       std::optional<T> got;
       bool timed_out = false;
-      self->receive([&](T& x) {
-                      if (x.policy_name == name)
-                        got = std::move(x);
-                    },
-                    [&](const policy_updated&) {}, [&](const policy_rejected&) {},
-                    caf::after(std::chrono::milliseconds(200)) >> [&] { timed_out = true; });
+      self->receive(
+          [&](T& x) {
+            if (x.policy_name == name)
+              got = std::move(x);
+          },
+          [&](const policy_updated&) {}, [&](const policy_rejected&) {},
+          caf::after(std::chrono::milliseconds(200)) >> [&] { timed_out = true; });
       if (got)
         return std::move(*got);
       if (std::chrono::steady_clock::now() > deadline) {
         BOOST_FAIL("no notification for " << name);
         return T{};
       }
-      (void) timed_out;
+      (void)timed_out;
     }
   }
 };
@@ -153,9 +152,9 @@ BOOST_AUTO_TEST_CASE(loads_directory_and_serves_snapshots) {
   d.write("broken.json", R"({"version": 1, "defaults": {"fs": "sometimes"}})");
   auto a = spawn(d.str(), false);
   const auto names = ask<std::vector<std::string>>(a, policy_list_atom::value);
-  for (const char* n : {"anti-escape", "audit", "default", "exec-policy", "fs-allowlist",
-                        "lambda-backend", "net-egress", "networked", "no-network", "readonly",
-                        "strict"})
+  for (const char* n :
+       {"anti-escape", "audit", "default", "exec-policy", "fs-allowlist", "lambda-backend",
+        "net-egress", "networked", "no-network", "readonly", "strict"})
     BOOST_CHECK_MESSAGE(std::find(names.begin(), names.end(), n) != names.end(), n);
   BOOST_CHECK(std::find(names.begin(), names.end(), "broken") == names.end());
   const auto st = ask<policy_status>(a, status_atom::value);
@@ -171,7 +170,7 @@ BOOST_AUTO_TEST_CASE(loads_directory_and_serves_snapshots) {
   // The same snapshot is shared, not copied.
   const auto again = ask<policy_snapshot>(a, policy_get_atom::value, std::string{"lambda-backend"});
   BOOST_CHECK(snap.policy.get() == again.policy.get());
-  const auto err = ask_error(a, policy_get_atom::value, std::string{"nope"});
+  const auto err = ask_error<policy_snapshot>(a, policy_get_atom::value, std::string{"nope"});
   BOOST_CHECK(err == make_error(castellan_errc::no_such_policy, "nope"));
 }
 
@@ -195,7 +194,7 @@ BOOST_AUTO_TEST_CASE(checks_as_messages) {
   BOOST_CHECK_EQUAL(exec_d.source, "default");
   auto bad = ask<policy_decision>(a, net_check{"default", "icmp", "1.2.3.4", 1, ""});
   BOOST_CHECK_EQUAL(bad.rule, "invalid");
-  BOOST_CHECK(ask_error(a, fs_check{"nope", "/", read_file}) ==
+  BOOST_CHECK(ask_error<policy_decision>(a, fs_check{"nope", "/", read_file}) ==
               make_error(castellan_errc::no_such_policy, "nope"));
 }
 
@@ -291,11 +290,11 @@ BOOST_AUTO_TEST_CASE(put_and_explicit_reload) {
   BOOST_CHECK_EQUAL(snap->check_fs("/srv/x", read_file).pointer, "/fs/rules/10");
   BOOST_CHECK_EQUAL(snap->check_fs("/usr/x", read_file).pointer, "/fs/rules/0");
   self->request(a, 5s, policy_put_atom::value, std::string{"bad"}, std::string{"{}"})
-    .receive([&](const policy_snapshot&) { BOOST_FAIL("accepted an invalid policy"); },
-             [&](caf::error& err) {
-               BOOST_CHECK(err.category() == caf::atom("castellan"));
-               BOOST_CHECK(sys.render(err).find("version") != std::string::npos);
-             });
+      .receive([&](const policy_snapshot&) { BOOST_FAIL("accepted an invalid policy"); },
+               [&](caf::error& err) {
+                 BOOST_CHECK(err.category() == caf::atom("castellan"));
+                 BOOST_CHECK(sys.render(err).find("version") != std::string::npos);
+               });
   // Without a watcher, a reload request picks up changes.
   d.write("tiny.json", tiny_policy);
   const auto st = ask<policy_status>(a, policy_reload_atom::value);

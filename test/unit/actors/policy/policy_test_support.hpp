@@ -62,8 +62,8 @@ struct evaluators {
                std::string_view host = {}) const {
     const decision a = compiled->check_net(proto, addr, port, host);
     const decision b = linear->check_net(proto, addr, port, host);
-    BOOST_CHECK_MESSAGE(a == b, "net " << addr << ":" << port << " " << host << ": compiled "
-                                       << a << " != linear " << b);
+    BOOST_CHECK_MESSAGE(a == b, "net " << addr << ":" << port << " " << host << ": compiled " << a
+                                       << " != linear " << b);
     return a;
   }
   decision exec(std::string_view path, std::string_view sha256 = {}) const {
@@ -84,14 +84,16 @@ inline evaluators make_evaluators(policy_document doc) {
 /// Parses, checks and compiles `text` (a test failure if it is invalid).
 inline evaluators from_text(std::string_view text) {
   auto doc = parse_policy(text, "<test>");
-  BOOST_REQUIRE_MESSAGE(doc.has_value(), "policy invalid:\n" << (doc ? "" : errors_of(doc.errors())));
+  BOOST_REQUIRE_MESSAGE(doc.has_value(), "policy invalid:\n"
+                                             << (doc ? "" : errors_of(doc.errors())));
   return make_evaluators(std::move(*doc));
 }
 
 /// Loads a pre-built policy of policies/ with its extends.
 inline evaluators prebuilt(const std::string& name) {
   auto doc = load_policy(policies_dir() + "/" + name + ".json", policies_dir());
-  BOOST_REQUIRE_MESSAGE(doc.has_value(), name << " invalid:\n" << (doc ? "" : errors_of(doc.errors())));
+  BOOST_REQUIRE_MESSAGE(doc.has_value(), name << " invalid:\n"
+                                              << (doc ? "" : errors_of(doc.errors())));
   return make_evaluators(std::move(*doc));
 }
 

@@ -11,6 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "actors/policy/engine/json_format.hpp"
 #include "actors/policy/engine/json_reader.hpp"
 #include "actors/policy/engine/policy_directory.hpp"
 #include "policy_test_support.hpp"
@@ -39,9 +40,8 @@ BOOST_AUTO_TEST_CASE(invalid_corpus) {
   for (const auto& file : *files) {
     BOOST_TEST_CONTEXT(file) {
       const auto spec = nlohmann::json::parse(read_file(file));
-      const std::string text = spec.contains("policy_text")
-                                 ? spec["policy_text"].get<std::string>()
-                                 : spec["policy"].dump(2);
+      const std::string text = spec.contains("policy_text") ? spec["policy_text"].get<std::string>()
+                                                            : spec["policy"].dump(2);
       const std::string want_pointer = spec["expect"]["pointer"];
       const std::string want_message = spec["expect"]["message"];
       auto doc = parse_policy(text, file);
@@ -56,8 +56,8 @@ BOOST_AUTO_TEST_CASE(invalid_corpus) {
         if (e.pointer == want_pointer && e.message.find(want_message) != std::string::npos)
           found = true;
       }
-      BOOST_CHECK_MESSAGE(found, "no error at '" << want_pointer << "' containing '"
-                                                 << want_message << "'; got:\n"
+      BOOST_CHECK_MESSAGE(found, "no error at '" << want_pointer << "' containing '" << want_message
+                                                 << "'; got:\n"
                                                  << t::errors_of(result.errors()));
     }
   }
@@ -122,8 +122,14 @@ BOOST_AUTO_TEST_CASE(round_trip_through_json) {
     BOOST_REQUIRE(doc.has_value());
     const std::string text = to_json(*doc).dump();
     auto again = parse_policy(text, f);
-    BOOST_REQUIRE_MESSAGE(again.has_value(), f << ":\n" << (again ? "" : t::errors_of(again.errors())));
+    BOOST_REQUIRE_MESSAGE(again.has_value(), f << ":\n"
+                                               << (again ? "" : t::errors_of(again.errors())));
     BOOST_CHECK_EQUAL(to_json(*again).dump(), text);
+    // The human layout (one rule per line) is the same JSON.
+    const std::string pretty = format_json(to_json(*doc));
+    BOOST_CHECK_EQUAL(nlohmann::ordered_json::parse(pretty).dump(), text);
+    if (!doc->fs_rules.empty())
+      BOOST_CHECK(pretty.find("{ \"action\": \"") != std::string::npos);
   }
 }
 
