@@ -17,6 +17,12 @@ nlohmann::json to_json(const exec_result& r) {
     exception = {{"type", r.exception.type},
                  {"message", r.exception.message},
                  {"traceback", r.exception.traceback}};
+  nlohmann::json enforcement = nullptr;
+  if (!r.enforcement.empty()) {
+    enforcement = nlohmann::json::parse(r.enforcement, nullptr, false);
+    if (enforcement.is_discarded())
+      enforcement = r.enforcement; // not ours to drop: show it as text
+  }
   return {
     {"exec_id", r.exec_id},
     {"exit_code", r.exit_code},
@@ -31,6 +37,7 @@ nlohmann::json to_json(const exec_result& r) {
     {"usage", {{"cpu_us", r.usage.cpu_us}, {"peak_memory_bytes", r.usage.peak_memory_bytes}}},
     {"worker_id", r.worker_id},
     {"detail", r.detail},
+    {"enforcement", enforcement},
   };
 }
 

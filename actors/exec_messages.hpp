@@ -115,13 +115,18 @@ struct exec_result {
   resource_usage usage;
   uint64_t worker_id = 0;
   std::string detail; ///< castellan's own explanation (busy, worker_lost, …)
+  /// The worker's sandbox as one JSON object: per layer what was requested
+  /// and what is in force (namespaces, network, cgroup, root, Landlock,
+  /// seccomp, capabilities; platform/linux/enforcement_report.hpp). Empty
+  /// when no worker ran the request, or it was not sandboxed.
+  std::string enforcement;
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, exec_result& x) {
   return f(caf::meta::type_name("exec_result"), x.exec_id, x.exit_code, x.error, x.stdout_data,
            x.stderr_data, x.stdout_truncated, x.stderr_truncated, x.has_exception, x.exception,
-           x.events, x.timing, x.usage, x.worker_id, x.detail);
+           x.events, x.timing, x.usage, x.worker_id, x.detail, x.enforcement);
 }
 
 /// A worker's life: starting → ready → running → ready … → stopped.

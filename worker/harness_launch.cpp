@@ -77,6 +77,15 @@ namespace {
         err = errno;
     if (err == 0 && ::sigprocmask(SIG_SETMASK, &child_mask, nullptr) != 0)
       err = errno;
+    if (err == 0 && cmd.sandbox() != nullptr) {
+      // Not async-signal-safe, and need not be: PID 1 of a sandbox is
+      // single-threaded. A negative value tells the parent "sandbox layer".
+      if (const int code = cmd.sandbox()->apply_in_child(); code != 0) {
+        err = -code;
+        [[maybe_unused]] const ssize_t w = ::write(report_fd, &err, sizeof err);
+        ::_exit(code);
+      }
+    }
     if (err == 0) {
       ::execve(cmd.path(), cmd.argv(), environ);
       err = errno;
@@ -90,7 +99,8 @@ namespace {
 
 } // namespace
 
-outcome<pid_t> spawn_harness(const harness_command& cmd, const sigset_t& child_mask) {
+outcome<pid_t> spawn_harness(const harness_command& cmd, const sigset_t& child_mask,
+                             int* sandbox_exit) {
   int report[2];
   if (::pipe2(report, O_CLOEXEC) != 0)
     return errno_failure("pipe2");
@@ -112,6 +122,12 @@ outcome<pid_t> spawn_harness(const harness_command& cmd, const sigset_t& child_m
     return pid; // EOF: the exec closed the pipe
   int status = 0;
   while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (n == static_cast<ssize_t>(sizeof err) && err < 0) {
+    if (sandbox_exit != nullptr)
+      *sandbox_exit = -err;
+    const char* layer = sandbox_exit_layer(-err);
+    return logic_failure(std::string("sandbox: ") + (layer ? layer : "setup failed"));
   }
   if (n == static_cast<ssize_t>(sizeof err))
     return errno_failure("exec " + cmd.describe(), err);

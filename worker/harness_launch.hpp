@@ -13,6 +13,7 @@
 
 #include "ipc/result.hpp"
 #include "worker/options.hpp"
+#include "worker/sandbox_setup.hpp"
 
 namespace castellan::worker {
 
@@ -32,17 +33,25 @@ public:
   /// For logs and error messages: the argv joined by spaces.
   std::string describe() const;
 
+  /// The sandbox the child applies to itself before exec (nullptr: none).
+  void set_sandbox(sandbox_setup* sandbox) noexcept { sandbox_ = sandbox; }
+  sandbox_setup* sandbox() const noexcept { return sandbox_; }
+
 private:
   std::vector<std::string> args_;
   std::vector<char*> argv_;
   int kept_fds_[kept_fd_count];
+  sandbox_setup* sandbox_ = nullptr;
 };
 
 /// Forks and execs `cmd`. The child starts with `child_mask` as its signal
 /// mask, gets SIGKILL if this process dies (PR_SET_PDEATHSIG), and inherits
 /// only fds 0-2 and the wire fds. Returns the child's pid once the exec has
 /// succeeded; if it failed, the child is reaped and the failure carries the
-/// exec errno.
-outcome<pid_t> spawn_harness(const harness_command& cmd, const sigset_t& child_mask);
+/// exec errno. When the command has a sandbox and the child could not apply
+/// it, `sandbox_exit` (if given) receives the child's exit code
+/// (sandbox_setup.hpp) and the failure says which layer.
+outcome<pid_t> spawn_harness(const harness_command& cmd, const sigset_t& child_mask,
+                             int* sandbox_exit = nullptr);
 
 } // namespace castellan::worker

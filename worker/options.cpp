@@ -41,7 +41,10 @@ std::string usage() {
          "  --to-supervisor-fd N  inherited eventfd the worker rings\n"
          "  --harness PATH        castellan_harness.py\n"
          "  --python PATH         the interpreter (default /usr/bin/python3)\n"
-         "  --mode MODE           reuse (default): serve until SHUTDOWN; oneshot: one request\n";
+         "  --mode MODE           reuse (default): serve until SHUTDOWN; oneshot: one request\n"
+         "  --sandbox-spec-fd N   inherited sealed memfd with the sandbox spec: become PID 1\n"
+         "                        of the sandbox (build the root, then Landlock and seccomp\n"
+         "                        for the harness); --harness is a path inside that root\n";
 }
 
 outcome<options> parse_options(int argc, const char* const* argv) {
@@ -64,7 +67,7 @@ outcome<options> parse_options(int argc, const char* const* argv) {
     }
     const bool known = arg == "--segment-fd" || arg == "--to-worker-fd" ||
                        arg == "--to-supervisor-fd" || arg == "--python" || arg == "--harness" ||
-                       arg == "--mode";
+                       arg == "--mode" || arg == "--sandbox-spec-fd";
     if (!known)
       return logic_failure("unknown argument '" + std::string(argv[i]) + "'");
     if (!inline_value) {
@@ -72,7 +75,12 @@ outcome<options> parse_options(int argc, const char* const* argv) {
         return logic_failure(arg + " needs a value");
       value = argv[++i];
     }
-    if (arg == "--segment-fd" || arg == "--to-worker-fd" || arg == "--to-supervisor-fd") {
+    if (arg == "--sandbox-spec-fd") {
+      auto fd = parse_fd(arg, value);
+      if (!fd)
+        return fd.error();
+      opts.sandbox_spec_fd = *fd;
+    } else if (arg == "--segment-fd" || arg == "--to-worker-fd" || arg == "--to-supervisor-fd") {
       auto fd = parse_fd(arg, value);
       if (!fd)
         return fd.error();
@@ -114,6 +122,10 @@ outcome<options> parse_options(int argc, const char* const* argv) {
   if (opts.segment_fd == opts.to_worker_fd || opts.segment_fd == opts.to_supervisor_fd ||
       opts.to_worker_fd == opts.to_supervisor_fd)
     return logic_failure("--segment-fd, --to-worker-fd and --to-supervisor-fd must differ");
+  if (opts.sandbox_spec_fd >= 0 &&
+      (opts.sandbox_spec_fd == opts.segment_fd || opts.sandbox_spec_fd == opts.to_worker_fd ||
+       opts.sandbox_spec_fd == opts.to_supervisor_fd))
+    return logic_failure("--sandbox-spec-fd must differ from the wire fds");
   return opts;
 }
 

@@ -23,6 +23,9 @@ struct options {
   std::string python = "/usr/bin/python3";
   std::string harness;
   harness_mode mode = harness_mode::reuse;
+  /// A sealed memfd holding the sandbox spec (platform/linux/sandbox_spec.hpp);
+  /// -1: no sandbox (the worker runs as a plain process).
+  int sandbox_spec_fd = -1;
   bool help = false; ///< --help: print usage and exit 0
 };
 

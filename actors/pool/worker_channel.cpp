@@ -2,9 +2,16 @@
 
 #include <fcntl.h>
 #include <signal.h>
+#include <unistd.h>
+
+#include <nlohmann/json.hpp>
 
 #include "actors/pool/pool_actor.hpp"
+#include "actors/pool/sandbox_profile.hpp"
+#include "platform/linux/enforcement_report.hpp"
+#include "platform/linux/file_io.hpp"
 #include "platform/linux/pidfd.hpp"
+#include "platform/linux/sandbox_spec.hpp"
 #include "platform/spawn_worker.hpp"
 
 namespace castellan {
@@ -15,6 +22,53 @@ namespace {
 constexpr int segment_child_fd = 3;
 constexpr int to_worker_child_fd = 4;
 constexpr int to_supervisor_child_fd = 5;
+constexpr int sandbox_spec_child_fd = 6;
+
+/// castellan-worker's exit codes for a sandbox layer it could not apply
+/// (worker/sandbox_setup.hpp); its stderr line has the details.
+const char* sandbox_layer_of_exit(int code) {
+  switch (code) {
+    case 3:
+      return "the sandbox spec could not be read";
+    case 4:
+      return "the root file system could not be built";
+    case 5:
+      return "the loopback interface could not be brought up";
+    case 6:
+      return "capabilities could not be dropped";
+    case 7:
+      return "Landlock could not be applied";
+    case 8:
+      return "the seccomp filter could not be loaded";
+    default:
+      return nullptr;
+  }
+}
+
+/// The cgroup layout of this process, detected once.
+const outcome<platform::cgroup_layout>& cgroup_layout_once() {
+  static const outcome<platform::cgroup_layout> layout = platform::cgroup_layout::detect();
+  return layout;
+}
+
+unique_fd open_cgroup_file(const std::string& dir, const char* name, int flags) {
+  if (dir.empty())
+    return unique_fd{};
+  return unique_fd{::open((dir + "/" + name).c_str(), flags | O_CLOEXEC)};
+}
+
+/// A value of a cgroup file read through a kept fd: the whole file as a
+/// number (`key` null), or the value of the line "key N".
+std::optional<uint64_t> read_cgroup_value(int fd, const char* key) noexcept {
+  if (fd < 0)
+    return std::nullopt;
+  char buf[1024];
+  const ssize_t n = ::pread(fd, buf, sizeof buf - 1, 0);
+  if (n <= 0)
+    return std::nullopt;
+  const std::string_view text(buf, static_cast<std::size_t>(n));
+  return key == nullptr ? platform::parse_u64(text) : platform::keyed_value(text, key);
+}
 
 } // namespace
 
@@ -48,12 +102,13 @@ outcome<std::unique_ptr<worker_channel>> worker_channel::start(uint64_t id,
 
   platform::worker_spec spec;
   spec.executable = cfg.worker_binary;
+  const bool sandboxed = cfg.isolation == platform::isolation_mode::namespaces;
   spec.argv = {cfg.worker_binary,
                "--segment-fd", std::to_string(segment_child_fd),
                "--to-worker-fd", std::to_string(to_worker_child_fd),
                "--to-supervisor-fd", std::to_string(to_supervisor_child_fd),
                "--python", cfg.python,
-               "--harness", cfg.harness};
+               "--harness", sandboxed ? sandboxed_harness_path(cfg.harness) : cfg.harness};
   spec.env = {"PATH=/usr/local/bin:/usr/bin:/bin", "LANG=C.UTF-8", "HOME=/tmp"};
   spec.fds = {{devnull.get(), 0},
               {devnull.get(), 1},
@@ -61,9 +116,74 @@ outcome<std::unique_ptr<worker_channel>> worker_channel::start(uint64_t id,
               {ch->segment_.fd(), segment_child_fd},
               {ch->to_worker_.fd(), to_worker_child_fd},
               {ch->to_supervisor_.fd(), to_supervisor_child_fd}};
+  unique_fd sealed;
+  const platform::cgroup_limits limits{cfg.limits.memory_bytes, cfg.limits.pids,
+                                       cfg.limits.cpu_percent};
+  if (sandboxed) {
+    auto sb = make_sandbox_spec(cfg.sandbox, cfg.harness);
+    if (!sb)
+      return sb.error().wrap(what);
+    auto fd = platform::seal_sandbox_spec(*sb);
+    if (!fd)
+      return fd.error().wrap(what);
+    sealed = std::move(*fd);
+    spec.argv.insert(spec.argv.end(),
+                     {"--sandbox-spec-fd", std::to_string(sandbox_spec_child_fd)});
+    spec.fds.push_back({sealed.get(), sandbox_spec_child_fd});
+    spec.isolation = platform::isolation_mode::namespaces;
+    spec.namespaces = {true, true, true, true, true, true, true};
+    spec.hostname = cfg.sandbox.hostname;
+    if (limits.memory_bytes != 0 || limits.pids != 0 || limits.cpu_percent != 0) {
+      const auto& layout = cgroup_layout_once();
+      if (!layout)
+        return layout.error().wrap(what + ": cgroups");
+      auto cg = platform::worker_cgroup::create(
+        *layout, platform::worker_cgroup::unique_name("castellan-w"), limits);
+      if (!cg)
+        return cg.error().wrap(what);
+      ch->cgroup_.emplace(std::move(*cg));
+      spec.limits = cfg.limits;
+      spec.cgroup = ch->cgroup_->placement();
+      platform::cgroup_version v = platform::cgroup_version::v1;
+      const std::string cpu_dir = ch->cgroup_->directory_of("cpuacct", &v);
+      if (!ch->cgroup_->v2_directory().empty() && ch->cgroup_->directory_of("cpu", &v) ==
+                                                      ch->cgroup_->v2_directory()) {
+        ch->cgroup_v2_ = true;
+        ch->cpu_usage_fd_ = open_cgroup_file(ch->cgroup_->v2_directory(), "cpu.stat", O_RDONLY);
+      } else {
+        ch->cpu_usage_fd_ = open_cgroup_file(cpu_dir, "cpuacct.usage", O_RDONLY);
+      }
+      const std::string mem_dir = ch->cgroup_->directory_of("memory", &v);
+      const bool mem_v1 = v == platform::cgroup_version::v1;
+      ch->memory_peak_fd_ = open_cgroup_file(
+        mem_dir, mem_v1 ? "memory.max_usage_in_bytes" : "memory.peak", O_RDWR);
+      ch->oom_fd_ = open_cgroup_file(mem_dir, mem_v1 ? "memory.oom_control" : "memory.events",
+                                     O_RDONLY);
+    }
+  } else if (cfg.isolation != platform::isolation_mode::none) {
+    return logic_failure(what + ": unknown isolation mode");
+  }
   auto child = platform::spawn_worker(spec);
   if (!child)
     return child.error().wrap(what);
+  if (sandboxed) {
+    // The supervisor's half of the report (namespaces read back from
+    // /proc/<pid>/ns, network, cgroup limits read back); the worker's half
+    // arrives with READY.
+    auto report = platform::spawn_enforcement(spec, child->pid);
+    if (report) {
+      if (ch->cgroup_) {
+        if (auto cge = platform::cgroup_enforcement_of(*ch->cgroup_, limits))
+          report->cgroup = std::move(*cge);
+      }
+      ch->enforcement_ = report->to_json();
+    } else {
+      ch->enforcement_ =
+        nlohmann::json{{"error", report.error().describe()}}.dump();
+    }
+    if (auto base = read_cgroup_value(ch->oom_fd_.get(), "oom_kill"))
+      ch->oom_base_ = *base;
+  }
   ch->pid_ = child->pid;
   ch->pidfd_ = std::move(child->pidfd);
   return ch;
@@ -71,6 +191,8 @@ outcome<std::unique_ptr<worker_channel>> worker_channel::start(uint64_t id,
 
 outcome<void> worker_channel::send(ipc::message_type type, uint32_t request_id,
                                    std::string_view payload) {
+  if (type == ipc::message_type::code || type == ipc::message_type::command)
+    begin_exec();
   switch (writer_.write(type, request_id, payload)) {
     case ipc::ring_status::ok:
       break;
@@ -81,6 +203,60 @@ outcome<void> worker_channel::send(ipc::message_type type, uint32_t request_id,
       return logic_failure("to_worker ring corrupt (the worker wrote an impossible head)");
   }
   return to_worker_.ring();
+}
+
+ipc::read_result worker_channel::receive() {
+  auto rd = reader_.read();
+  if (rd.status == ipc::ring_status::ok && rd.value.type == ipc::message_type::ready &&
+      !enforcement_.empty())
+    note_ready(rd.value.payload);
+  return rd;
+}
+
+void worker_channel::note_ready(std::string_view payload) {
+  auto whole = nlohmann::json::parse(enforcement_, nullptr, false);
+  const auto ready = nlohmann::json::parse(payload, nullptr, false);
+  if (whole.is_discarded() || !whole.is_object())
+    return;
+  const auto it = ready.is_object() ? ready.find("enforcement") : ready.end();
+  if (ready.is_object() && it != ready.end() && it->is_object()) {
+    // Only the parts the worker applies itself: it cannot rewrite what the
+    // supervisor read back (namespaces, network, cgroup).
+    for (const char* key : {"root", "landlock", "seccomp", "capabilities"})
+      if (auto part = it->find(key); part != it->end())
+        whole[key] = *part;
+  } else {
+    whole["worker_report"] = "missing from READY";
+  }
+  enforcement_ = whole.dump();
+}
+
+void worker_channel::begin_exec() noexcept {
+  if (!cgroup_)
+    return;
+  if (memory_peak_fd_)
+    (void)!::pwrite(memory_peak_fd_.get(), cgroup_v2_ ? "reset" : "0", cgroup_v2_ ? 5 : 1, 0);
+  cpu_base_us_ = 0;
+  if (auto cpu = read_cgroup_value(cpu_usage_fd_.get(), cgroup_v2_ ? "usage_usec" : nullptr))
+    cpu_base_us_ = cgroup_v2_ ? *cpu : *cpu / 1000;
+}
+
+resource_usage worker_channel::exec_usage() const noexcept {
+  resource_usage u;
+  if (!cgroup_)
+    return u;
+  if (auto cpu = read_cgroup_value(cpu_usage_fd_.get(), cgroup_v2_ ? "usage_usec" : nullptr)) {
+    const uint64_t now_us = cgroup_v2_ ? *cpu : *cpu / 1000;
+    u.cpu_us = now_us > cpu_base_us_ ? now_us - cpu_base_us_ : 0;
+  }
+  if (auto peak = read_cgroup_value(memory_peak_fd_.get(), nullptr))
+    u.peak_memory_bytes = *peak;
+  return u;
+}
+
+bool worker_channel::oom_killed() const noexcept {
+  auto now = read_cgroup_value(oom_fd_.get(), "oom_kill");
+  return now && *now > oom_base_;
 }
 
 worker_channel::~worker_channel() {
@@ -109,7 +285,11 @@ std::string worker_channel::reap() noexcept {
   if (!*st)
     return "still running";
   reaped_ = true;
-  return (*st)->describe();
+  std::string how = (*st)->describe();
+  if (!(*st)->signaled && !enforcement_.empty())
+    if (const char* layer = sandbox_layer_of_exit((*st)->code))
+      how += std::string(" (sandbox: ") + layer + ")";
+  return how;
 }
 
 } // namespace castellan

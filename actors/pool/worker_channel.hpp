@@ -9,13 +9,17 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
+
+#include "actors/exec_messages.hpp"
 
 #include "ipc/doorbell.hpp"
 #include "ipc/ring.hpp"
 #include "ipc/segment.hpp"
 #include "ipc/unique_fd.hpp"
+#include "platform/linux/cgroups.hpp"
 
 namespace castellan {
 
@@ -42,8 +46,26 @@ public:
   /// never exceeds the ring (the code limit is below its capacity).
   outcome<void> send(ipc::message_type type, uint32_t request_id, std::string_view payload);
 
-  /// The next frame from the worker (see ipc::ring_reader::read).
-  ipc::read_result receive() { return reader_.read(); }
+  /// Rings the worker's doorbell without sending: after the pool drained the
+  /// worker's ring, a harness waiting for space there resumes at once.
+  outcome<void> wake() { return to_worker_.ring(); }
+
+  /// The next frame from the worker (see ipc::ring_reader::read). A READY
+  /// frame's enforcement report is kept (see enforcement()).
+  ipc::read_result receive();
+
+  /// What was requested of this worker's sandbox and what is in force, as
+  /// one JSON object (platform/linux/enforcement_report.hpp, with the
+  /// worker's own Landlock/seccomp/capabilities/root parts from its READY);
+  /// "" for an unsandboxed worker.
+  const std::string& enforcement() const noexcept { return enforcement_; }
+
+  /// CPU time and peak memory of the worker's cgroup since the last CODE or
+  /// COMMAND was sent (zeros without a cgroup).
+  resource_usage exec_usage() const noexcept;
+
+  /// True when the cgroup's OOM killer struck since the worker started.
+  bool oom_killed() const noexcept;
 
   /// SIGKILL to the worker and everything in its process group.
   void kill() noexcept;
@@ -65,9 +87,22 @@ private:
   ipc::doorbell to_supervisor_;
   ipc::ring_writer writer_;
   ipc::ring_reader reader_;
+  void begin_exec() noexcept;
+  void note_ready(std::string_view payload);
+
   pid_t pid_ = -1;
   unique_fd pidfd_;
   bool reaped_ = false;
+  // Sandboxed workers only. Destroyed after the destructor body has killed
+  // and reaped the process, so the cgroup is empty when it is removed.
+  std::optional<platform::worker_cgroup> cgroup_;
+  unique_fd cpu_usage_fd_;   ///< cpuacct.usage (ns) or cpu.stat
+  unique_fd memory_peak_fd_; ///< memory.max_usage_in_bytes or memory.peak
+  unique_fd oom_fd_;         ///< memory.oom_control or memory.events
+  bool cgroup_v2_ = false;
+  uint64_t cpu_base_us_ = 0;
+  uint64_t oom_base_ = 0;
+  std::string enforcement_;  ///< the supervisor's part until READY, then the whole
 };
 
 } // namespace castellan

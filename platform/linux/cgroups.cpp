@@ -519,6 +519,25 @@ outcome<cgroup_usage> worker_cgroup::usage() const {
   return out;
 }
 
+std::string worker_cgroup::directory_of(const std::string& controller,
+                                       cgroup_version* version) const {
+  const node* n = node_for(controller);
+  if (n == nullptr)
+    return {};
+  if (version != nullptr)
+    *version = n->version;
+  return n->dir;
+}
+
+bool worker_cgroup::reset_peak_memory() noexcept {
+  const node* m = node_for("memory");
+  if (m == nullptr)
+    return false;
+  const std::string file =
+    m->dir + (m->version == cgroup_version::v1 ? "/memory.max_usage_in_bytes" : "/memory.peak");
+  return static_cast<bool>(write_text_file(file, m->version == cgroup_version::v1 ? "0" : "reset"));
+}
+
 outcome<void> worker_cgroup::kill_all(std::chrono::milliseconds timeout) {
   using clock = std::chrono::steady_clock;
   const auto deadline = clock::now() + timeout;

@@ -115,6 +115,10 @@ public:
   /// CLONE_INTO_CGROUP (no moment outside the limits), the v1 ones by a
   /// write to cgroup.procs before the child is released.
   cgroup_placement placement() const;
+  /// The directory serving `controller` ("memory", "cpuacct", …) and its
+  /// version; empty when the cgroup has none for it.
+  std::string directory_of(const std::string& controller,
+                           cgroup_version* version = nullptr) const;
   /// Which hierarchy each controller is on: "memory=v1,pids=v1,…".
   std::string describe() const;
 
@@ -125,6 +129,11 @@ public:
 
   outcome<cgroup_applied_limits> applied_limits() const;
   outcome<cgroup_usage> usage() const;
+  /// Starts a new peak-memory window: v1 writes 0 to memory.max_usage_in_bytes
+  /// (the peak restarts from the current usage); v2 writes to memory.peak
+  /// (kernels from 6.12; older ones refuse, and the peak stays the
+  /// cgroup's lifetime peak). false when the peak could not be reset.
+  bool reset_peak_memory() noexcept;
 
   /// Kills every task: v2 cgroup.kill; v1 freeze (when the freezer is
   /// there), SIGKILL every pid, thaw. Waits until the cgroup is empty.

@@ -202,6 +202,11 @@ class Harness:
         self.harness_main = sys.modules["__main__"]
         self.saved_path = list(sys.path)
         self.saved_environ = dict(os.environ)
+        # The environment is compared at the C level (the bytes dict behind
+        # os.environ) before every request: comparing the mapping itself
+        # decodes every key and value, tens of microseconds per request.
+        self.environ_obj = os.environ
+        self.saved_environ_data = dict(os.environ._data)
         self.saved_recursion_limit = sys.getrecursionlimit()
         self.saved_warning_filters = list(warnings.filters)
         try:
@@ -331,7 +336,8 @@ class Harness:
             warnings._filters_mutated()  # drops the caches of the old filters
         warnings.showwarning = _original_showwarning
         self._pending_interrupt = False
-        if os.environ != self.saved_environ:
+        if os.environ is not self.environ_obj or self.environ_obj._data != self.saved_environ_data:
+            os.environ = self.environ_obj
             os.environ.clear()
             os.environ.update(self.saved_environ)
         if self.saved_cwd is not None:
@@ -519,6 +525,8 @@ class Harness:
     def serve(self):
         ready = {"pid": os.getpid(), "interpreter": "%d.%d.%d" % sys.version_info[:3],
                  "mode": self.mode}
+        if _ENFORCEMENT is not None:
+            ready["enforcement"] = _ENFORCEMENT
         self.send_json(wire.READY, 0, ready)
         while True:
             if self.stop_signal is not None:
@@ -642,7 +650,25 @@ def _parse_args(argv):
     return fds[0], fds[1], fds[2], values["--mode"]
 
 
+# What castellan-worker applied to this process before exec (Landlock,
+# seccomp, capabilities, the root): JSON in CASTELLAN_ENFORCEMENT, removed from
+# the environment before any user code runs and reported in READY.
+_ENFORCEMENT = None
+
+
+def _take_enforcement():
+    global _ENFORCEMENT
+    raw = os.environ.pop("CASTELLAN_ENFORCEMENT", None)
+    if raw is None:
+        return
+    try:
+        _ENFORCEMENT = json.loads(raw)
+    except ValueError:
+        _ENFORCEMENT = {"error": "unreadable enforcement report"}
+
+
 def main(argv):
+    _take_enforcement()
     try:
         segment_fd, to_worker_fd, to_supervisor_fd, mode = _parse_args(argv)
     except ValueError as e:

@@ -152,6 +152,7 @@ class RingWriter:
     def __init__(self, data, capacity, head_word, tail_word):
         self._data = data
         self._capacity = capacity
+        self.capacity = capacity
         self._head_word = head_word
         self._tail_word = tail_word
         self.max_payload = capacity - FRAME_HEADER_SIZE
@@ -338,13 +339,19 @@ class Wire:
             finally:
                 self._sender = None
 
-    def _send_one(self, mtype, request_id, payload):
+    def _send_one(self, mtype, request_id, payload, urgent=True):
+        """Writes one frame. Output chunks are not `urgent`: the supervisor
+        only needs them by the RESULT that follows, so the doorbell is rung
+        for them only once the ring is half full — one wake-up per request
+        instead of one per chunk."""
         delay = 0.001
         while True:
             generation = self._bell_generation
             try:
                 written = self.writer.try_write(mtype, request_id, payload)
-                self.out_bell.ring()
+                if (urgent or not written or
+                        self.writer.free() < self.writer.capacity // 2):
+                    self.out_bell.ring()
             except WireError as e:
                 self.broken(str(e))
             if written:
@@ -357,4 +364,4 @@ class Wire:
     def _send_chunks(self, mtype, request_id, data):
         view = memoryview(data).cast("B")
         for start in range(0, len(view), self.chunk):
-            self._send_one(mtype, request_id, view[start:start + self.chunk])
+            self._send_one(mtype, request_id, view[start:start + self.chunk], urgent=False)

@@ -159,3 +159,34 @@ BOOST_AUTO_TEST_CASE(missing_interpreter_and_harness) {
 }
 
 BOOST_AUTO_TEST_SUITE_END()
+
+BOOST_AUTO_TEST_SUITE(worker_sandbox_cli)
+
+BOOST_AUTO_TEST_CASE(an_unsealed_sandbox_spec_fails_closed_with_exit_3) {
+  // A spec fd that is not a sealed memfd is refused before anything runs:
+  // the worker never starts the harness without the sandbox it was asked for.
+  wire_fds w;
+  unique_fd spec{::memfd_create("not-sealed", MFD_CLOEXEC)};
+  BOOST_REQUIRE(spec.valid());
+  BOOST_REQUIRE(::write(spec.get(), "{}", 2) == 2);
+  auto args = w.args();
+  args.insert(args.end(), {"--sandbox-spec-fd", std::to_string(spec.get())});
+  auto fds = w.fds();
+  fds.push_back(spec.get());
+  auto r = run_worker_cli(args, fds);
+  BOOST_TEST(r.exit.exited);
+  BOOST_TEST(r.exit.code == 3);
+  BOOST_TEST(contains(r.err, "castellan-worker: sandbox: the sandbox spec could not be read: "),
+             r.err);
+}
+
+BOOST_AUTO_TEST_CASE(the_sandbox_spec_fd_must_not_be_a_wire_fd) {
+  wire_fds w;
+  auto args = w.args();
+  args.insert(args.end(), {"--sandbox-spec-fd", std::to_string(w.seg->fd())});
+  auto r = run_worker_cli(args, w.fds());
+  BOOST_TEST(r.exit.code == 2);
+  BOOST_TEST(contains(r.err, "--sandbox-spec-fd must differ from the wire fds"));
+}
+
+BOOST_AUTO_TEST_SUITE_END()

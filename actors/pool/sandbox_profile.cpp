@@ -1,0 +1,203 @@
+#include "actors/pool/sandbox_profile.hpp"
+
+#include <glob.h>
+#include <sys/stat.h>
+
+#include <algorithm>
+
+#include "actors/policy/engine/policy_document.hpp"
+#include "actors/pool/pool_actor.hpp"
+
+namespace castellan {
+
+namespace {
+
+std::string dir_of(const std::string& path) {
+  const auto pos = path.find_last_of('/');
+  return pos == std::string::npos || pos == 0 ? std::string("/") : path.substr(0, pos);
+}
+
+std::string base_of(const std::string& path) {
+  const auto pos = path.find_last_of('/');
+  return pos == std::string::npos ? path : path.substr(pos + 1);
+}
+
+/// Paths the default root already provides (or deliberately curates): a
+/// policy rule there changes Landlock rights, not the mounts.
+bool under_default_root(const std::string& path) {
+  for (const char* top : {"/usr", "/lib", "/lib32", "/lib64", "/libx32", "/bin", "/sbin",
+                          "/etc", "/dev", "/proc", "/tmp", "/sys", "/"}) {
+    const std::string t = top;
+    if (path == t || (t != "/" && path.rfind(t + "/", 0) == 0))
+      return true;
+  }
+  return false;
+}
+
+bool has_glob(const std::string& p) {
+  return p.find_first_of("*?[") != std::string::npos;
+}
+
+/// Host paths matching `pattern` ("**" treated as "*": one level).
+std::vector<std::string> expand(const std::string& pattern) {
+  if (!has_glob(pattern))
+    return {pattern};
+  std::string p = pattern;
+  for (auto pos = p.find("**"); pos != std::string::npos; pos = p.find("**"))
+    p.replace(pos, 2, "*");
+  std::vector<std::string> out;
+  glob_t g{};
+  if (::glob(p.c_str(), GLOB_NOSORT, nullptr, &g) == 0)
+    for (std::size_t i = 0; i < g.gl_pathc; ++i)
+      out.emplace_back(g.gl_pathv[i]);
+  ::globfree(&g);
+  return out;
+}
+
+bool exists(const std::string& path) {
+  struct stat st;
+  return ::stat(path.c_str(), &st) == 0;
+}
+
+} // namespace
+
+outcome<void> apply_policy(const policy::policy_document& doc, pool_config& cfg) {
+  const std::string what = "policy " + doc.source;
+  auto& sb = cfg.sandbox;
+  if (doc.plugins.namespaces && !doc.plugins.namespaces->enabled)
+    cfg.isolation = platform::isolation_mode::none;
+  if (doc.plugins.landlock) {
+    sb.landlock = doc.plugins.landlock->enabled;
+    sb.landlock_best_effort = doc.plugins.landlock->best_effort;
+  }
+  if (doc.plugins.seccomp)
+    sb.seccomp = doc.plugins.seccomp->enabled;
+  for (const auto& name : doc.deny_syscalls)
+    // clone3 is already answered ENOSYS by the anti-escape filter (its flags
+    // are out of the filter's sight, so libc falls back to clone, whose
+    // CLONE_NEW* flags are denied). EPERM instead would stop libc from
+    // falling back: no thread could start at all.
+    if (name != "clone3" &&
+        std::find(sb.deny_syscalls.begin(), sb.deny_syscalls.end(), name) ==
+          sb.deny_syscalls.end())
+      sb.deny_syscalls.push_back(name);
+
+  // fs: allow rules outside the default root become binds with their rights.
+  for (const auto& rule : doc.fs_rules) {
+    if (rule.verdict == policy::action::deny || under_default_root(rule.path))
+      continue;
+    const uint64_t writes = platform::landlock_fs::write_file | platform::landlock_fs::make_reg |
+                            platform::landlock_fs::make_dir | platform::landlock_fs::remove_file |
+                            platform::landlock_fs::remove_dir | platform::landlock_fs::truncate;
+    for (const auto& path : expand(rule.path)) {
+      if (!exists(path))
+        continue; // nothing to bind; Landlock denies it anyway
+      sandbox_extra_path e;
+      e.path = path;
+      e.landlock_access = rule.perms;
+      e.writable = (rule.perms & writes) != 0;
+      sb.extra_paths.push_back(std::move(e));
+    }
+  }
+
+  // exec: EXECUTE only on the allowed programs, the interpreter, the loader.
+  if (doc.effective_exec_default() == policy::action::deny) {
+    sb.restrict_execute = true;
+    auto allow = [&](const std::string& path) {
+      if (std::find(sb.exec_allowed.begin(), sb.exec_allowed.end(), path) ==
+          sb.exec_allowed.end())
+        sb.exec_allowed.push_back(path);
+    };
+    allow(cfg.python);
+    for (const auto& rule : doc.exec_rules)
+      if (rule.verdict != policy::action::deny)
+        for (const auto& path : expand(rule.path))
+          allow(path);
+    // The kernel opens the ELF interpreter for execution too.
+    for (const char* loader : {"/lib64/ld-linux-x86-64.so.2", "/lib/ld-linux-aarch64.so.1",
+                               "/usr/lib/x86_64-linux-gnu/ld-linux-x86-64.so.2",
+                               "/usr/lib/aarch64-linux-gnu/ld-linux-aarch64.so.1"})
+      if (exists(loader))
+        allow(loader);
+  }
+
+  // limits
+  const auto& l = doc.limits;
+  if (l.memory_bytes)
+    cfg.limits.memory_bytes = *l.memory_bytes;
+  if (l.pids) {
+    if (*l.pids > UINT32_MAX)
+      return logic_failure(what + ": limits.pids " + std::to_string(*l.pids) + " is too large");
+    cfg.limits.pids = static_cast<uint32_t>(*l.pids);
+  }
+  if (l.cpu_percent) {
+    if (*l.cpu_percent > UINT32_MAX)
+      return logic_failure(what + ": limits.cpu_percent is too large");
+    cfg.limits.cpu_percent = static_cast<uint32_t>(*l.cpu_percent);
+  }
+  if (l.timeout_ms)
+    cfg.default_timeout_ms = *l.timeout_ms;
+  if (l.stdout_bytes)
+    cfg.stdout_limit = *l.stdout_bytes;
+  if (l.stderr_bytes)
+    cfg.stderr_limit = *l.stderr_bytes;
+  if (l.code_bytes) {
+    cfg.code_limit = *l.code_bytes;
+    // The code travels in one frame: the ring must hold it.
+    while (cfg.code_limit + 64 > cfg.ring_capacity && cfg.ring_capacity < (64u << 20))
+      cfg.ring_capacity <<= 1;
+  }
+  return {};
+}
+
+std::string sandboxed_harness_path(const std::string& harness) {
+  return std::string(sandbox_harness_dir) + "/" + base_of(harness);
+}
+
+outcome<platform::sandbox_spec> make_sandbox_spec(const sandbox_profile& profile,
+                                                  const std::string& harness) {
+  if (harness.empty() || harness.front() != '/')
+    return logic_failure("sandbox: the harness path '" + harness + "' is not absolute");
+  platform::default_root_options options;
+  options.hostname = profile.hostname;
+  options.tmp_size_bytes = profile.tmp_size_bytes;
+  platform::sandbox_spec spec;
+  spec.root = platform::default_root_spec(options);
+  platform::bind_mount h;
+  h.source = dir_of(harness);
+  h.target = sandbox_harness_dir;
+  h.writable = false;
+  h.exec = false;
+  spec.root.binds.push_back(std::move(h));
+  for (const auto& e : profile.extra_paths) {
+    platform::bind_mount b;
+    b.source = e.path;
+    b.target = e.path;
+    b.writable = e.writable;
+    b.exec = (e.landlock_access & platform::landlock_fs::execute) != 0;
+    spec.root.binds.push_back(std::move(b));
+  }
+  if (auto ok = platform::validate(spec.root); !ok)
+    return ok.error().wrap("sandbox");
+  spec.landlock = platform::default_landlock_spec(spec.root);
+  for (auto& rule : spec.landlock.paths) {
+    for (const auto& e : profile.extra_paths)
+      if (rule.path == e.path)
+        rule.access &= e.landlock_access;
+  }
+  if (profile.restrict_execute) {
+    for (auto& rule : spec.landlock.paths)
+      rule.access &= ~platform::landlock_fs::execute;
+    const uint64_t run = platform::landlock_fs::execute | platform::landlock_fs::read_file;
+    for (const auto& path : profile.exec_allowed)
+      spec.landlock.paths.push_back({path, run, true});
+  }
+  spec.landlock.enabled = profile.landlock;
+  spec.landlock.best_effort = profile.landlock_best_effort;
+  spec.seccomp.enabled = profile.seccomp;
+  spec.seccomp.deny = profile.deny_syscalls;
+  spec.seccomp.kill = profile.kill_syscalls;
+  return spec;
+}
+
+} // namespace castellan

@@ -1,0 +1,67 @@
+#pragma once
+
+/// @file sandbox_profile.hpp
+/// What a pool's workers get inside their sandbox, in policy terms (layers,
+/// extra paths, denied system calls), and its translation into the
+/// worker-side sandbox spec (platform/linux/sandbox_spec.hpp). CAF-free.
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "ipc/result.hpp"
+#include "platform/linux/sandbox_spec.hpp"
+
+namespace castellan {
+
+/// Where the harness directory appears inside every sandbox (read-only).
+inline constexpr const char* sandbox_harness_dir = "/opt/castellan/python";
+
+namespace policy {
+struct policy_document;
+} // namespace policy
+
+struct pool_config;
+
+/// A host path the policy grants, bound at the same path inside.
+struct sandbox_extra_path {
+  std::string path;
+  bool writable = false;
+  uint64_t landlock_access = 0; ///< platform::landlock_fs bits (the policy's perms)
+};
+
+struct sandbox_profile {
+  bool landlock = true;             ///< apply Landlock to the interpreter
+  bool landlock_best_effort = true; ///< a kernel without (some of) Landlock runs with less
+  bool seccomp = true;              ///< apply the seccomp filter (never best effort)
+  std::vector<std::string> deny_syscalls; ///< EPERM, beyond the anti-escape set
+  std::vector<std::string> kill_syscalls; ///< SIGSYS
+  std::vector<sandbox_extra_path> extra_paths; ///< bound at the same path, Landlock as given
+  /// When true, Landlock EXECUTE is granted only on `exec_allowed` (and the
+  /// dynamic loader), nowhere else; false: on every read-only system bind.
+  bool restrict_execute = false;
+  std::vector<std::string> exec_allowed; ///< paths inside the sandbox (globs expanded on the host)
+  std::string hostname = "castellan";
+  uint64_t tmp_size_bytes = 64ull << 20;
+};
+
+/// The worker-side spec for one worker: the default root (system dirs
+/// read-only, curated /etc, tmpfs /tmp, minimal /dev, fresh /proc, loopback
+/// only), the directory of `harness` bound read-only at sandbox_harness_dir,
+/// the profile's extra paths, Landlock rules matching the mounts, and the
+/// seccomp filter with the profile's denials.
+outcome<platform::sandbox_spec> make_sandbox_spec(const sandbox_profile& profile,
+                                                  const std::string& harness);
+
+/// Maps a loaded policy onto a pool: plugins → layers (namespaces=false →
+/// isolation none; best_effort for Landlock), fs allow rules on paths outside
+/// the default root → extra binds with those Landlock rights, exec allow
+/// rules → EXECUTE only there (plus `cfg.python`), antiEscape.denySyscalls →
+/// seccomp, limits → cgroup limits, the default timeout and the
+/// output/code limits (the ring grows to fit the code limit).
+outcome<void> apply_policy(const policy::policy_document& doc, pool_config& cfg);
+
+/// The harness's path inside the sandbox.
+std::string sandboxed_harness_path(const std::string& harness);
+
+} // namespace castellan

@@ -1,0 +1,155 @@
+// Escape probes: each probes/NAME.py tries one way out of the sandbox and
+// prints "verdict: X"; it runs through the real pool under
+// policies/strict.json, and the test checks the exact outcome (the errno
+// name the kernel answered, or what the probe saw).
+
+#include <boost/test/unit_test.hpp>
+
+#include <cstdlib>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include "actors/policy/engine/policy_loader.hpp"
+#include "actors/pool/sandbox_profile.hpp"
+#include "platform/linux/landlock.hpp"
+#include "support/actor_system_fixture.hpp"
+
+using namespace castellan;
+
+namespace {
+
+struct strict_pool : test::actor_system_fixture {
+  pool_actor pool;
+
+  strict_pool() {
+    auto pc = test_pool(2);
+    const std::string dir = test::source_dir() + "/policies";
+    auto doc = policy::load_policy(dir + "/strict.json", dir);
+    BOOST_REQUIRE_MESSAGE(doc, (doc ? "" : doc.to_failure().describe()));
+    auto ok = apply_policy(*doc, pc);
+    BOOST_REQUIRE_MESSAGE(ok, (ok ? "" : ok.error().describe()));
+    pc.recycle_after = 1; // every probe starts in a fresh worker
+    pc.worker_stderr = std::getenv("CASTELLAN_WORKER_STDERR") != nullptr;
+    auto p = spawn_pool(sys, pc);
+    BOOST_REQUIRE_MESSAGE(p, (p ? "" : p.error().describe()));
+    pool = *p;
+  }
+  ~strict_pool() { caf::anon_send(pool, shutdown_atom::value); }
+
+  /// Runs probes/NAME.py; the result, and its verdict in `verdict`.
+  exec_result probe(const std::string& name, std::string& verdict) {
+    std::ifstream in(test::source_dir() + "/test/escapes/probes/" + name + ".py");
+    BOOST_REQUIRE_MESSAGE(in, "probe " << name << " not found");
+    std::ostringstream code;
+    code << in.rdbuf();
+    auto r = exec_code(pool, code.str());
+    verdict.clear();
+    const auto pos = r.stdout_data.rfind("verdict: ");
+    if (pos != std::string::npos) {
+      const auto end = r.stdout_data.find('\n', pos);
+      verdict = r.stdout_data.substr(pos + 9, end == std::string::npos ? end : end - pos - 9);
+    }
+    BOOST_TEST_MESSAGE(name << ": " << to_string(r.error) << " verdict '" << verdict << "'"
+                            << (r.stderr_data.empty() ? "" : " stderr: " + r.stderr_data));
+    return r;
+  }
+
+  /// The probe ran to the end and its verdict is one of `expected`.
+  void expect(const std::string& name, const std::set<std::string>& expected) {
+    std::string verdict;
+    auto r = probe(name, verdict);
+    BOOST_TEST((r.error == error_class::ok), name << ": " << to_string(r.error) << " "
+                                                  << r.detail << r.stderr_data);
+    BOOST_TEST(expected.count(verdict) == 1u,
+               name << ": verdict '" << verdict << "', expected " << *expected.begin());
+  }
+};
+
+/// Landlock TCP rules (ABI 4) answer connect() before routing does.
+std::string denied_connect(const char* without_landlock) {
+  return platform::landlock_abi() >= 4 ? "EACCES" : without_landlock;
+}
+
+} // namespace
+
+BOOST_FIXTURE_TEST_SUITE(fs_probes, strict_pool)
+
+BOOST_AUTO_TEST_CASE(read_shadow) { expect("read_shadow", {"ENOENT"}); }
+BOOST_AUTO_TEST_CASE(write_usr) { expect("write_usr", {"EROFS"}); }
+// Existing files: the permission check (mode 0444 / owned by an unmapped
+// host user) answers before the read-only mount does.
+BOOST_AUTO_TEST_CASE(write_etc_passwd) { expect("write_etc_passwd", {"EACCES"}); }
+BOOST_AUTO_TEST_CASE(write_harness) { expect("write_harness", {"EACCES"}); }
+BOOST_AUTO_TEST_CASE(symlink_escape) { expect("symlink_escape", {"ENOENT"}); }
+BOOST_AUTO_TEST_CASE(hardlink_escape) { expect("hardlink_escape", {"EXDEV"}); }
+BOOST_AUTO_TEST_CASE(dotdot_escape) { expect("dotdot_escape", {"EACCES"}); }
+BOOST_AUTO_TEST_CASE(proc1_root) { expect("proc1_root", {"ENOENT"}); }
+BOOST_AUTO_TEST_CASE(dev_mem) { expect("dev_mem", {"ENOENT"}); }
+BOOST_AUTO_TEST_CASE(sys_write) { expect("sys_write", {"ENOENT"}); }
+BOOST_AUTO_TEST_CASE(other_shm) { expect("other_shm", {"empty"}); }
+
+BOOST_AUTO_TEST_SUITE_END()
+
+BOOST_FIXTURE_TEST_SUITE(kernel_probes, strict_pool)
+
+BOOST_AUTO_TEST_CASE(ptrace_pid1) { expect("ptrace_pid1", {"EPERM"}); }
+BOOST_AUTO_TEST_CASE(mount_tmpfs) { expect("mount_tmpfs", {"EPERM"}); }
+BOOST_AUTO_TEST_CASE(unshare_user) { expect("unshare_user", {"EPERM"}); }
+BOOST_AUTO_TEST_CASE(setns) { expect("setns", {"EPERM"}); }
+BOOST_AUTO_TEST_CASE(chroot) { expect("chroot", {"EPERM"}); }
+BOOST_AUTO_TEST_CASE(bpf) { expect("bpf", {"EPERM"}); }
+BOOST_AUTO_TEST_CASE(keyctl) { expect("keyctl", {"EPERM"}); }
+BOOST_AUTO_TEST_CASE(io_uring_bypass) { expect("io_uring_bypass", {"EPERM"}); }
+BOOST_AUTO_TEST_CASE(perf_event) { expect("perf_event", {"EPERM"}); }
+BOOST_AUTO_TEST_CASE(init_module) { expect("init_module", {"EPERM"}); }
+BOOST_AUTO_TEST_CASE(userfaultfd) { expect("userfaultfd", {"EPERM"}); }
+BOOST_AUTO_TEST_CASE(open_by_handle) { expect("open_by_handle", {"EPERM"}); }
+BOOST_AUTO_TEST_CASE(sethostname) { expect("sethostname", {"EPERM"}); }
+// uid 0 is not mapped in the worker's user namespace: there is no root to
+// become (EINVAL), let alone the host's.
+BOOST_AUTO_TEST_CASE(setuid_root) { expect("setuid_root", {"EINVAL"}); }
+
+BOOST_AUTO_TEST_SUITE_END()
+
+BOOST_FIXTURE_TEST_SUITE(net_probes, strict_pool)
+
+BOOST_AUTO_TEST_CASE(raw_socket) { expect("raw_socket", {"EPERM"}); }
+BOOST_AUTO_TEST_CASE(netlink_route) { expect("netlink_route", {"lo"}); }
+BOOST_AUTO_TEST_CASE(cloud_metadata) {
+  expect("cloud_metadata", {denied_connect("ENETUNREACH")});
+}
+BOOST_AUTO_TEST_CASE(host_loopback) {
+  expect("host_loopback", {denied_connect("ECONNREFUSED")});
+}
+BOOST_AUTO_TEST_CASE(udp_out) { expect("udp_out", {"ENETUNREACH"}); }
+
+BOOST_AUTO_TEST_SUITE_END()
+
+BOOST_FIXTURE_TEST_SUITE(process_probes, strict_pool)
+
+BOOST_AUTO_TEST_CASE(kill_all) { expect("kill_all", {"ESRCH"}); }
+BOOST_AUTO_TEST_CASE(kill_pid1) {
+  expect("kill_pid1", {platform::landlock_abi() >= 6 ? "EPERM" : "ok"});
+}
+BOOST_AUTO_TEST_CASE(exec_shell) {
+  expect("exec_shell", {platform::landlock_abi() > 0 ? "EACCES" : "ok"});
+}
+
+BOOST_AUTO_TEST_CASE(fork_bomb) {
+  // strict.json: 16 tasks. The bomb stops at EAGAIN; the next probe runs.
+  expect("fork_bomb", {"EAGAIN"});
+  expect("read_shadow", {"ENOENT"});
+}
+
+BOOST_AUTO_TEST_CASE(memory_bomb) {
+  // strict.json: 128 MiB. The cgroup's OOM killer ends the worker; the exec
+  // is answered `oom` and the pool serves the next one.
+  std::string verdict;
+  auto r = probe("memory_bomb", verdict);
+  BOOST_TEST((r.error == error_class::oom), to_string(r.error) << " " << r.detail);
+  BOOST_TEST(verdict.empty());
+  expect("read_shadow", {"ENOENT"});
+}
+
+BOOST_AUTO_TEST_SUITE_END()

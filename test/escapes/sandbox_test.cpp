@@ -1,0 +1,168 @@
+// The sandbox as the pool's workers get it: identity and layers seen from
+// inside, the enforcement report on every result, and the cgroup limits
+// (memory → oom, pids → a contained fork bomb) with the pool recovering.
+
+#include <boost/test/unit_test.hpp>
+
+#include <map>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "platform/linux/landlock.hpp"
+#include "support/actor_system_fixture.hpp"
+
+using namespace castellan;
+
+namespace {
+
+struct sandbox_fixture : test::actor_system_fixture {
+  ~sandbox_fixture() {
+    for (auto& p : pools)
+      caf::anon_send(p, shutdown_atom::value);
+  }
+  pool_actor make(pool_config pc) {
+    auto pool = spawn_pool(sys, std::move(pc));
+    BOOST_REQUIRE_MESSAGE(pool, (pool ? "" : pool.error().describe()));
+    pools.push_back(*pool);
+    return *pool;
+  }
+  std::vector<pool_actor> pools;
+};
+
+std::map<std::string, std::string> key_values(const std::string& text) {
+  std::map<std::string, std::string> out;
+  std::istringstream in(text);
+  std::string k, v;
+  while (in >> k >> v)
+    out[k] = v;
+  return out;
+}
+
+} // namespace
+
+BOOST_FIXTURE_TEST_SUITE(sandbox_tests, sandbox_fixture)
+
+BOOST_AUTO_TEST_CASE(code_runs_as_pid_2_behind_seccomp_and_no_new_privs) {
+  auto pool = make(test_pool(1));
+  auto r = exec_code(pool, R"PY(
+import os
+def status(key):
+    for line in open("/proc/self/status"):
+        if line.startswith(key + ":"):
+            return line.split()[1]
+print("pid", os.getpid())
+print("ppid", os.getppid())
+print("uid", os.getuid())
+print("gid", os.getgid())
+print("seccomp", status("Seccomp"))
+print("nnp", status("NoNewPrivs"))
+print("capeff", status("CapEff"))
+import socket
+print("hostname", socket.gethostname())
+print("ifaces", ",".join(sorted(n for _, n in socket.if_nameindex())))
+)PY");
+  BOOST_TEST_MESSAGE(r.stdout_data << r.stderr_data);
+  BOOST_REQUIRE((r.error == error_class::ok));
+  auto kv = key_values(r.stdout_data);
+  BOOST_TEST(kv["pid"] == "2");
+  BOOST_TEST(kv["ppid"] == "1");
+  BOOST_TEST(kv["uid"] == "1000");
+  BOOST_TEST(kv["gid"] == "1000");
+  BOOST_TEST(kv["seccomp"] == "2");
+  BOOST_TEST(kv["nnp"] == "1");
+  BOOST_TEST(kv["capeff"] == "0000000000000000");
+  BOOST_TEST(kv["hostname"] == "castellan");
+  BOOST_TEST(kv["ifaces"] == "lo");
+}
+
+BOOST_AUTO_TEST_CASE(every_result_carries_the_enforcement_report) {
+  auto pool = make(test_pool(1));
+  auto r = exec_code(pool, "print(1)");
+  BOOST_REQUIRE((r.error == error_class::ok));
+  BOOST_REQUIRE(!r.enforcement.empty());
+  auto j = nlohmann::json::parse(r.enforcement);
+  BOOST_TEST_MESSAGE(j.dump(1).substr(0, 1500));
+  BOOST_TEST(j["namespaces"]["in_force"].size() == 7u);
+  BOOST_TEST(j["network"].get<std::string>().find("loopback") != std::string::npos);
+  BOOST_TEST(j["cgroup"]["requested"]["memory_bytes"] == 256ull << 20);
+  BOOST_TEST(j["cgroup"]["in_force"]["pids"] == 32);
+  BOOST_TEST(j["seccomp"]["enforced"] == true);
+  BOOST_TEST(j["seccomp"]["mode"] == "filter");
+  BOOST_TEST(j["root"]["read_only"] == true);
+  if (platform::landlock_abi() > 0) {
+    BOOST_TEST(j["landlock"]["enforced"] == true);
+    BOOST_TEST(j["landlock"]["abi"] == platform::landlock_abi());
+  }
+  BOOST_TEST(j["capabilities"]["effective"] == "none");
+}
+
+BOOST_AUTO_TEST_CASE(usage_is_measured_per_exec) {
+  auto pool = make(test_pool(1));
+  auto busy = exec_code(pool, "x = bytearray(48 << 20)\nn = 0\nfor i in range(2_000_000): n += i\n");
+  BOOST_REQUIRE((busy.error == error_class::ok));
+  BOOST_TEST_MESSAGE("cpu " << busy.usage.cpu_us << " us, peak " << busy.usage.peak_memory_bytes);
+  BOOST_TEST(busy.usage.cpu_us > 10'000u);
+  BOOST_TEST(busy.usage.peak_memory_bytes > (48ull << 20));
+  // The next exec has its own window: the peak was reset.
+  auto idle = exec_code(pool, "pass");
+  BOOST_TEST(idle.usage.cpu_us < busy.usage.cpu_us);
+  BOOST_TEST(idle.usage.peak_memory_bytes < (48ull << 20));
+}
+
+BOOST_AUTO_TEST_CASE(memory_limit_ends_in_oom_and_the_pool_recovers) {
+  auto pc = test_pool(1);
+  pc.limits.memory_bytes = 64ull << 20;
+  auto pool = make(pc);
+  auto r = exec_code(pool, "x = bytearray(512 << 20)\nprint('survived')");
+  BOOST_TEST_MESSAGE(r.detail);
+  BOOST_TEST((r.error == error_class::oom));
+  BOOST_TEST(r.stdout_data.find("survived") == std::string::npos);
+  auto next = exec_code(pool, "print('fine')");
+  BOOST_TEST((next.error == error_class::ok));
+  BOOST_TEST(next.stdout_data == "fine\n");
+}
+
+BOOST_AUTO_TEST_CASE(fork_bomb_is_contained_and_the_pool_recovers) {
+  auto pc = test_pool(1);
+  pc.default_timeout_ms = 5000;
+  auto pool = make(pc);
+  auto r = exec_code(pool, R"PY(
+import os, errno
+children = 0
+err = None
+for i in range(1000):
+    try:
+        pid = os.fork()
+    except OSError as e:
+        err = errno.errorcode.get(e.errno, str(e.errno))
+        break
+    if pid == 0:
+        import time
+        time.sleep(30)
+        os._exit(0)
+    children += 1
+print("children", children, "stopped_by", err)
+)PY");
+  BOOST_TEST_MESSAGE(r.stdout_data << r.stderr_data << r.detail);
+  // The pids limit (32 tasks, the harness's threads included) stops the
+  // bomb with EAGAIN long before 1000.
+  BOOST_TEST((r.error == error_class::ok));
+  auto kv = key_values(r.stdout_data);
+  BOOST_TEST(r.stdout_data.find("stopped_by EAGAIN") != std::string::npos);
+  BOOST_TEST(std::stoi(kv["children"]) < 32);
+  auto next = exec_code(pool, "import os\nprint(len(os.listdir('/proc')) < 40)");
+  BOOST_TEST((next.error == error_class::ok));
+}
+
+BOOST_AUTO_TEST_CASE(isolation_none_still_works_for_development) {
+  auto pc = test_pool(1);
+  pc.isolation = platform::isolation_mode::none;
+  auto pool = make(pc);
+  auto r = exec_code(pool, "import os\nprint(os.getpid() != 2)");
+  BOOST_TEST((r.error == error_class::ok));
+  BOOST_TEST(r.stdout_data == "True\n");
+  BOOST_TEST(r.enforcement.empty());
+}
+
+BOOST_AUTO_TEST_SUITE_END()

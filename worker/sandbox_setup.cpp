@@ -1,0 +1,121 @@
+/// @file sandbox_setup.cpp
+/// The worker-side sandbox pipeline (see sandbox_setup.hpp).
+
+#include "worker/sandbox_setup.hpp"
+
+#include <sys/prctl.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+
+#include "platform/linux/capabilities.hpp"
+#include "platform/linux/enforcement_report.hpp"
+#include "platform/linux/landlock.hpp"
+#include "platform/linux/namespaces.hpp"
+#include "platform/linux/seccomp_filter.hpp"
+
+namespace castellan::worker {
+
+namespace {
+
+int say(int code, const char* layer, const failure& f) noexcept {
+  std::fprintf(stderr, "castellan-worker: sandbox %s: %s\n", layer, f.describe().c_str());
+  std::fflush(stderr);
+  return code;
+}
+
+} // namespace
+
+const char* sandbox_exit_layer(int exit_code) noexcept {
+  switch (exit_code) {
+    case exit_sandbox_spec:
+      return "the sandbox spec could not be read";
+    case exit_sandbox_root:
+      return "the root file system could not be built";
+    case exit_sandbox_network:
+      return "the loopback interface could not be brought up";
+    case exit_sandbox_capabilities:
+      return "capabilities could not be dropped";
+    case exit_sandbox_landlock:
+      return "Landlock could not be applied";
+    case exit_sandbox_seccomp:
+      return "the seccomp filter could not be loaded";
+    default:
+      return nullptr;
+  }
+}
+
+std::optional<sandbox_setup> sandbox_setup::enter(int spec_fd, sandbox_failure& failed) {
+  using namespace platform;
+  auto spec = read_sandbox_spec(spec_fd);
+  ::close(spec_fd);
+  if (!spec) {
+    failed = {exit_sandbox_spec, spec.error()};
+    return std::nullopt;
+  }
+  sandbox_setup out;
+  out.spec_ = std::move(*spec);
+  auto root = build_root(out.spec_.root);
+  if (!root) {
+    failed = {exit_sandbox_root, root.error()};
+    return std::nullopt;
+  }
+  out.root_ = std::move(*root);
+  if (out.spec_.loopback_up) {
+    if (auto r = set_loopback_up(); !r) {
+      failed = {exit_sandbox_network, r.error()};
+      return std::nullopt;
+    }
+  }
+  if (out.spec_.drop_capabilities) {
+    // PID 1 keeps running next to hostile code: it needs no capability to
+    // reap and forward signals, and nobody may ptrace or read it.
+    if (auto r = drop_capabilities(); !r) {
+      failed = {exit_sandbox_capabilities, r.error()};
+      return std::nullopt;
+    }
+    if (::prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0) {
+      failed = {exit_sandbox_capabilities, errno_failure("prctl(PR_SET_DUMPABLE, 0)")};
+      return std::nullopt;
+    }
+  }
+  return out;
+}
+
+int sandbox_setup::apply_in_child() noexcept {
+  using namespace platform;
+  // PID 1 is single-threaded: this child may allocate.
+  enforcement_report report;
+  report.root = root_;
+  if (spec_.drop_capabilities) {
+    auto caps = drop_capabilities();
+    if (!caps)
+      return say(exit_sandbox_capabilities, "capabilities", caps.error());
+    report.capabilities = *caps;
+  }
+  report.landlock_requested = spec_.landlock.enabled;
+  if (spec_.landlock.enabled) {
+    auto ll = apply_landlock(spec_.landlock);
+    if (!ll)
+      return say(exit_sandbox_landlock, "landlock", ll.error());
+    if (!ll->enforced && !spec_.landlock.best_effort)
+      return say(exit_sandbox_landlock, "landlock",
+                 logic_failure("not enforced by this kernel (ABI " + std::to_string(ll->abi) +
+                               ") and the policy does not allow best effort"));
+    report.landlock = *ll;
+  }
+  report.seccomp_requested = spec_.seccomp.enabled;
+  if (spec_.seccomp.enabled) {
+    auto sc = apply_seccomp(spec_.seccomp);
+    if (!sc)
+      return say(exit_sandbox_seccomp, "seccomp", sc.error());
+    report.seccomp = *sc;
+  }
+  const std::string json = report.to_json();
+  if (::setenv("CASTELLAN_ENFORCEMENT", json.c_str(), 1) != 0)
+    return say(exit_sandbox_spec, "report", errno_failure("setenv CASTELLAN_ENFORCEMENT"));
+  return 0;
+}
+
+} // namespace castellan::worker

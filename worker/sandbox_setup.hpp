@@ -1,0 +1,55 @@
+#pragma once
+
+/// @file sandbox_setup.hpp
+/// castellan-worker as PID 1 of a sandbox: reads the sealed sandbox spec,
+/// builds the root, brings loopback up and drops its own capabilities; the
+/// interpreter child then drops capabilities, applies Landlock and seccomp to
+/// itself and execs Python. Each layer that is requested and cannot be
+/// applied ends the worker with its own exit code and one stderr line (fail
+/// closed); what is in force reaches the harness in CASTELLAN_ENFORCEMENT,
+/// which it reports in READY.
+
+#include <optional>
+#include <string>
+
+#include "ipc/result.hpp"
+#include "platform/linux/root_builder.hpp"
+#include "platform/linux/sandbox_spec.hpp"
+
+namespace castellan::worker {
+
+/// castellan-worker's exit codes for a sandbox layer that failed.
+constexpr int exit_sandbox_spec = 3;         ///< the spec fd is unreadable or invalid
+constexpr int exit_sandbox_root = 4;         ///< build_root failed
+constexpr int exit_sandbox_network = 5;      ///< loopback could not be brought up
+constexpr int exit_sandbox_capabilities = 6; ///< capabilities could not be dropped
+constexpr int exit_sandbox_landlock = 7;     ///< Landlock could not be applied
+constexpr int exit_sandbox_seccomp = 8;      ///< the seccomp filter could not be loaded
+
+/// The layer behind one of the exit codes above, or nullptr.
+const char* sandbox_exit_layer(int exit_code) noexcept;
+
+/// A failed step: the exit code to end with and what went wrong.
+struct sandbox_failure {
+  int exit_code = 0;
+  failure why;
+};
+
+/// PID 1's half, done; the child's half is `apply_in_child`.
+class sandbox_setup {
+public:
+  /// PID 1: read_sandbox_spec → build_root → set_loopback_up → drop its own
+  /// capabilities → PR_SET_DUMPABLE 0. Closes `spec_fd`.
+  static std::optional<sandbox_setup> enter(int spec_fd, sandbox_failure& failed);
+
+  /// The interpreter child, after fork and before exec: drop_capabilities →
+  /// apply_landlock → apply_seccomp, then CASTELLAN_ENFORCEMENT is set to
+  /// the report. Returns 0, or an exit code after printing why to stderr.
+  int apply_in_child() noexcept;
+
+private:
+  platform::sandbox_spec spec_;
+  platform::root_report root_;
+};
+
+} // namespace castellan::worker
