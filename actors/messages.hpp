@@ -46,6 +46,7 @@ CAF_BEGIN_TYPE_ID_BLOCK(castellan, caf::first_custom_type_id)
   CAF_ADD_ATOM(castellan, castellan, refill_atom, "refill")
   CAF_ADD_ATOM(castellan, castellan, deadline_atom, "deadline")
   CAF_ADD_ATOM(castellan, castellan, get_pool_atom, "get_pool")
+  CAF_ADD_ATOM(castellan, castellan, gauge_tick_atom, "gauge_tick")
 
   // -- policy (actors/policy) --------------------------------------------------
   // [messages-policy]

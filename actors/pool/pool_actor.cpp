@@ -17,9 +17,11 @@
 #include <optional>
 
 #include <caf/all.hpp>
+#include <openssl/evp.h>
 #include <spdlog/spdlog.h>
 
 #include "actors/pool/exec_assembly.hpp"
+#include "actors/telemetry/metric_names.hpp"
 #include "actors/pool/worker_channel.hpp"
 #include "actors/pool/worker_event_source.hpp"
 #include "platform/install_layout.hpp"
@@ -37,6 +39,9 @@ constexpr int32_t refused_exit_code = 1;
 /// Backoff after a worker fails to start, so a broken interpreter does not
 /// turn into a fork loop.
 constexpr auto spawn_retry_delay = std::chrono::milliseconds(500);
+
+/// How often the pool reports its gauges (occupancy, ring fill) to telemetry.
+constexpr auto gauge_interval = std::chrono::seconds(1);
 
 int64_t now_ns() {
   timespec ts;
@@ -105,18 +110,57 @@ void publish(pool_ptr self, uint64_t id, const worker_slot& slot, std::string re
   self->send(self->state.cfg.listener, std::move(ev));
 }
 
+/// The code's identity in audit records: its sha256, never the code itself.
+std::string sha256_hex(std::string_view data) {
+  unsigned char digest[EVP_MAX_MD_SIZE];
+  unsigned int len = 0;
+  if (EVP_Digest(data.data(), data.size(), digest, &len, EVP_sha256(), nullptr) != 1)
+    return {};
+  static constexpr char hex[] = "0123456789abcdef";
+  std::string out;
+  for (unsigned int i = 0; i < len; ++i) {
+    out.push_back(hex[digest[i] >> 4]);
+    out.push_back(hex[digest[i] & 0xf]);
+  }
+  return out;
+}
+
+void count(pool_ptr self, const char* metric) {
+  const auto& cfg = self->state.cfg;
+  if (cfg.telemetry)
+    self->send(cfg.telemetry, counter_increment{metric, {{"pool", cfg.name}}, 1});
+}
+
+/// Tells telemetry and audit how an exec ended.
+void observe(pool_ptr self, const exec_result& r) {
+  const auto& cfg = self->state.cfg;
+  if (cfg.telemetry)
+    self->send(cfg.telemetry,
+               exec_observation{cfg.name, r.error, r.timing.queue_us, r.timing.run_us});
+  if (!cfg.audit)
+    return;
+  for (const auto& e : r.events)
+    post_audit(self, cfg.audit, cfg.audit_backlog,
+               security_event{r.exec_id, cfg.name, r.worker_id, cfg.policy_name, e});
+  post_audit(self, cfg.audit, cfg.audit_backlog,
+             exec_finished{r.exec_id, cfg.name, r.worker_id, cfg.policy_name, r.error,
+                           r.exit_code, r.timing, r.usage, r.detail, now_ns()});
+}
+
 void finish(pool_ptr self, pending_exec& p) {
   p.result.timing.run_us = micros(clock_type::now() - p.dispatched);
+  observe(self, p.result);
   p.rp.deliver(std::move(p.result));
   ++self->state.completed;
 }
 
 /// Answers a request that never reached a worker.
-void refuse(pending_exec& p, error_class cls, std::string detail) {
+void refuse(pool_ptr self, pending_exec& p, error_class cls, std::string detail) {
   p.result.error = cls;
   p.result.exit_code = refused_exit_code;
   p.result.detail = std::move(detail);
   p.result.timing.queue_us = micros(clock_type::now() - p.arrived);
+  observe(self, p.result);
   p.rp.deliver(std::move(p.result));
 }
 
@@ -135,6 +179,7 @@ void spawn_one(pool_ptr self) {
     return;
   }
   ++st.spawned;
+  count(self, metric_names::worker_spawns);
   st.events->watch(id, (*ch)->doorbell_fd(), (*ch)->pidfd());
   auto& slot = st.workers[id];
   slot.ch = std::move(*ch);
@@ -163,10 +208,30 @@ void schedule_refill(pool_ptr self) {
   // No worker can start: fail the queue instead of letting it wait forever.
   if (st.workers.empty()) {
     while (!st.queue.empty()) {
-      refuse(st.queue.front(), error_class::worker_lost,
+      refuse(self, st.queue.front(), error_class::worker_lost,
              "no worker could be started: " + st.last_spawn_error);
       st.queue.pop_front();
     }
+  }
+}
+
+/// Collects the output the worker wrote but did not ring for (it rings for
+/// output only when its ring is half full): what an exec produced before it
+/// was killed belongs in its result. Stops at anything but output.
+void salvage_output(pool_ptr self, worker_slot& slot) {
+  auto& p = *slot.current;
+  const auto& cfg = self->state.cfg;
+  for (;;) {
+    auto rd = slot.ch->receive();
+    if (rd.status != ipc::ring_status::ok || rd.value.request_id != p.request_id)
+      return;
+    auto& r = p.result;
+    if (rd.value.type == ipc::message_type::stdout_data)
+      append_capped(r.stdout_data, r.stdout_truncated, rd.value.payload, cfg.stdout_limit);
+    else if (rd.value.type == ipc::message_type::stderr_data)
+      append_capped(r.stderr_data, r.stderr_truncated, rd.value.payload, cfg.stderr_limit);
+    else
+      return;
   }
 }
 
@@ -175,16 +240,21 @@ void schedule_refill(pool_ptr self) {
 void terminate(pool_ptr self, uint64_t id, worker_slot& slot, error_class cls, int32_t exit_code,
                std::string detail) {
   if (slot.current) {
+    if (!slot.killed)
+      salvage_output(self, slot);
     auto& p = *slot.current;
     p.result.error = cls;
     p.result.exit_code = exit_code;
     p.result.detail = detail;
+    p.result.usage = slot.ch->exec_usage();
+    p.result.enforcement = slot.ch->enforcement();
     finish(self, p);
     slot.current.reset();
   }
   auto& idle = self->state.idle;
   idle.erase(std::remove(idle.begin(), idle.end(), id), idle.end());
   if (!slot.killed) {
+    count(self, cls == error_class::ok ? metric_names::worker_recycles : metric_names::worker_kills);
     slot.killed = true;
     slot.stop_reason = std::move(detail);
     slot.ch->kill();
@@ -216,6 +286,13 @@ void start_exec(pool_ptr self, uint64_t id, worker_slot& slot, pending_exec p) {
     return;
   }
   const uint64_t timeout_ms = p.req.timeout_ms ? p.req.timeout_ms : self->state.cfg.default_timeout_ms;
+  if (const auto& cfg = self->state.cfg; cfg.audit) {
+    const bool code_mode = p.req.argv.empty();
+    post_audit(self, cfg.audit, cfg.audit_backlog,
+               exec_started{p.req.exec_id, cfg.name, id, cfg.policy_name,
+                            code_mode ? sha256_hex(p.req.code) : std::string{},
+                            code_mode ? p.req.code.size() : 0, p.req.argv, now_ns()});
+  }
   const uint64_t serial = p.serial;
   slot.current = std::move(p);
   slot.state = worker_state::running;
@@ -241,6 +318,8 @@ void dispatch(pool_ptr self) {
 
 /// A worker finished its exec: back to the idle queue, or retired.
 void complete(pool_ptr self, uint64_t id, worker_slot& slot) {
+  slot.current->result.usage = slot.ch->exec_usage();
+  slot.current->result.enforcement = slot.ch->enforcement();
   finish(self, *slot.current);
   slot.current.reset();
   ++slot.execs;
@@ -313,10 +392,12 @@ void on_doorbell(pool_ptr self, uint64_t id) {
   if (it == st.workers.end() || it->second.killed)
     return;
   auto& slot = it->second;
+  bool drained = false;
   for (;;) {
     auto rd = slot.ch->receive();
     if (rd.status == ipc::ring_status::empty)
       break;
+    drained = true;
     outcome<void> ok;
     if (rd.status == ipc::ring_status::ok)
       ok = on_frame(self, id, slot, rd.value);
@@ -333,6 +414,13 @@ void on_doorbell(pool_ptr self, uint64_t id) {
     if (slot.killed)
       break;
   }
+  // Output of a running exec may have filled the ring: tell the harness there
+  // is room again (a worker saturating its doorbell is a protocol violation).
+  if (drained && slot.current && !slot.killed) {
+    if (auto ok = slot.ch->wake(); !ok)
+      terminate(self, id, slot, error_class::worker_lost, refused_exit_code,
+                "worker " + std::to_string(id) + ": " + ok.error().describe());
+  }
   dispatch(self);
 }
 
@@ -345,8 +433,12 @@ void on_exited(pool_ptr self, uint64_t id) {
   std::string how = slot.ch->reap();
   if (slot.current) {
     ++st.lost;
-    terminate(self, id, slot, error_class::worker_lost, refused_exit_code,
-              "worker " + std::to_string(id) + " " + how + " during the exec");
+    // The cgroup's OOM killer ended it: the exec hit the memory limit.
+    const bool oom = slot.ch->oom_killed();
+    terminate(self, id, slot, oom ? error_class::oom : error_class::worker_lost,
+              refused_exit_code,
+              "worker " + std::to_string(id) + " " + how + " during the exec" +
+                (oom ? " (out of memory: the cgroup's memory limit was hit)" : ""));
   }
   if (slot.state == worker_state::starting && !slot.killed) {
     st.last_spawn_error = "worker " + std::to_string(id) + " " + how + " before it was ready";
@@ -354,6 +446,11 @@ void on_exited(pool_ptr self, uint64_t id) {
     spdlog::error("pool {}: {}", st.cfg.name, st.last_spawn_error);
   }
   st.events->unwatch(id);
+  if (!slot.killed && slot.state == worker_state::ready && st.cfg.audit)
+    post_audit(self, st.cfg.audit, st.cfg.audit_backlog,
+               worker_lost_event{st.cfg.name, id, slot.ch->pid(), 0, how, now_ns()});
+  if (st.cfg.telemetry)
+    self->send(st.cfg.telemetry, worker_retired{st.cfg.name, id});
   slot.state = worker_state::stopped;
   publish(self, id, slot, slot.stop_reason.empty() ? how : slot.stop_reason + " (" + how + ")");
   auto& idle = st.idle;
@@ -400,6 +497,8 @@ pool_actor::behavior_type pool_impl(pool_ptr self, pool_config cfg) {
   if (events) {
     st.events = std::move(*events);
     refill(self);
+    if (st.cfg.telemetry)
+      self->send(self, gauge_tick_atom::value);
   } else {
     // Without its event source the pool can never hear from a worker: quit
     // before the first message, and let the supervisor report the failure.
@@ -418,17 +517,23 @@ pool_actor::behavior_type pool_impl(pool_ptr self, pool_config cfg) {
         req.exec_id = s.next_exec_id++;
       p.result.exec_id = req.exec_id;
       if (req.code.size() > s.cfg.code_limit) {
-        refuse(p, error_class::limit_exceeded,
+        refuse(self, p, error_class::limit_exceeded,
                "code is " + std::to_string(req.code.size()) + " bytes; the limit is " +
                  std::to_string(s.cfg.code_limit));
         return p.rp;
       }
       if (s.shutting_down) {
-        refuse(p, error_class::worker_lost, "pool " + s.cfg.name + " is shutting down");
+        refuse(self, p, error_class::worker_lost, "pool " + s.cfg.name + " is shutting down");
+        return p.rp;
+      }
+      if (s.cfg.audit_backlog && s.cfg.audit_backlog->saturated()) {
+        refuse(self, p, error_class::busy,
+               "the audit log is falling behind; pool " + s.cfg.name +
+                 " admits new requests once it catches up");
         return p.rp;
       }
       if (s.queue.size() >= s.cfg.queue_limit) {
-        refuse(p, error_class::busy,
+        refuse(self, p, error_class::busy,
                "pool " + s.cfg.name + " has " + std::to_string(s.queue.size()) +
                  " requests queued (limit " + std::to_string(s.cfg.queue_limit) + ")");
         return p.rp;
@@ -452,6 +557,24 @@ pool_actor::behavior_type pool_impl(pool_ptr self, pool_config cfg) {
       terminate(self, id, it->second, error_class::timeout, timeout_exit_code,
                 "deadline of " + std::to_string(ms) + " ms reached");
     },
+    [=](gauge_tick_atom) {
+      auto& s = self->state;
+      if (!s.cfg.telemetry)
+        return;
+      self->send(s.cfg.telemetry, make_status(self));
+      uint32_t to_worker = 0;
+      uint32_t from_worker = 0;
+      for (auto& [id, slot] : s.workers) {
+        if (slot.killed)
+          continue;
+        to_worker = std::max(to_worker, slot.ch->to_worker_used());
+        from_worker = std::max(from_worker, slot.ch->to_supervisor_used());
+      }
+      self->send(s.cfg.telemetry, ring_fill{s.cfg.name, "to_worker", to_worker, s.cfg.ring_capacity});
+      self->send(s.cfg.telemetry,
+                 ring_fill{s.cfg.name, "from_worker", from_worker, s.cfg.ring_capacity});
+      self->delayed_send(self, gauge_interval, gauge_tick_atom::value);
+    },
     [=](refill_atom) {
       self->state.refill_scheduled = false;
       refill(self);
@@ -460,7 +583,7 @@ pool_actor::behavior_type pool_impl(pool_ptr self, pool_config cfg) {
       auto& s = self->state;
       s.shutting_down = true;
       while (!s.queue.empty()) {
-        refuse(s.queue.front(), error_class::worker_lost, "pool " + s.cfg.name + " shut down");
+        refuse(self, s.queue.front(), error_class::worker_lost, "pool " + s.cfg.name + " shut down");
         s.queue.pop_front();
       }
       for (auto& [id, slot] : s.workers)

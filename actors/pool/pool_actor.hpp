@@ -14,8 +14,12 @@
 #include <caf/replies_to.hpp>
 #include <caf/typed_actor.hpp>
 
+#include "actors/audit/audit_actor.hpp"
 #include "actors/messages.hpp"
+#include "actors/telemetry/telemetry_actor.hpp"
+#include "actors/pool/sandbox_profile.hpp"
 #include "ipc/result.hpp"
+#include "platform/worker_spec.hpp"
 
 namespace castellan {
 
@@ -32,6 +36,8 @@ using pool_actor = caf::typed_actor<
   caf::reacts_to<deadline_atom, uint64_t, uint64_t>,
   // From the pool itself: retry starting workers after a failure.
   caf::reacts_to<refill_atom>,
+  // From the pool itself: publish the gauges (occupancy, ring fill) to telemetry.
+  caf::reacts_to<gauge_tick_atom>,
   // Stop every worker and quit.
   caf::reacts_to<shutdown_atom>>;
 
@@ -53,7 +59,23 @@ struct pool_config {
   uint64_t default_timeout_ms = 30000;
   uint32_t recycle_after = 0;        ///< execs per worker before replacement (0: never)
   bool worker_stderr = false;        ///< pass workers' own diagnostics to our stderr
+  /// How workers are isolated: the Linux sandbox (namespaces, root, Landlock,
+  /// seccomp, a cgroup per worker) by default; `none` (plain processes) only
+  /// for the portable backend and development.
+  platform::isolation_mode isolation = platform::isolation_mode::namespaces;
+  /// Per-worker cgroup limits (0 = that one unlimited); sandboxed workers only.
+  platform::resource_limits limits{256ull << 20, 32, 100};
+  /// What the sandbox contains and enforces (from the policy).
+  sandbox_profile sandbox;
   worker_state_listener listener;    ///< receives worker_state_event (may be null)
+  std::string policy_name = "default"; ///< names the policy in audit records
+  /// Receives exec_started/exec_finished/security/worker_lost records (may be
+  /// null: nothing is audited). While `audit_backlog` says the audit backlog
+  /// is saturated, new requests are answered `busy` rather than letting the
+  /// audit mailbox grow without bound.
+  audit_actor audit;
+  std::shared_ptr<castellan::audit_pressure> audit_backlog;
+  telemetry_actor telemetry; ///< receives observations and gauges (may be null)
 };
 
 /// Fills in the worker binary and harness from the install layout when they

@@ -24,6 +24,8 @@ struct supervisor_state {
   std::vector<std::string> order; ///< pool names, the default first
   std::map<std::string, pool_entry> pools;
   std::vector<caf::actor> subscribers;
+  telemetry_actor telemetry;
+  audit_actor audit; ///< null when nothing is audited
   uint64_t next_exec_id = 1;
   bool shutting_down = false;
 };
@@ -33,6 +35,8 @@ using supervisor_ptr = supervisor_actor::stateful_pointer<supervisor_state>;
 /// Spawns (or respawns) the pool `name` and monitors it.
 bool start_pool(supervisor_ptr self, pool_entry& entry) {
   entry.cfg.listener = caf::actor_cast<worker_state_listener>(self);
+  entry.cfg.telemetry = self->state.telemetry;
+  entry.cfg.audit = self->state.audit;
   auto pool = spawn_pool(self->system(), entry.cfg);
   if (!pool) {
     spdlog::error("supervisor: {}", pool.error().describe());
@@ -63,9 +67,20 @@ void on_down(supervisor_ptr self, const caf::down_msg& msg) {
   }
 }
 
-supervisor_actor::behavior_type supervisor_impl(supervisor_ptr self, supervisor_config cfg) {
+/// The audit and telemetry actors a supervisor starts its pools with.
+struct observers {
+  telemetry_actor telemetry;
+  audit_actor audit;
+  std::shared_ptr<audit_pressure> pressure;
+};
+
+supervisor_actor::behavior_type supervisor_impl(supervisor_ptr self, supervisor_config cfg,
+                                                observers obs) {
   auto& st = self->state;
+  st.telemetry = obs.telemetry;
+  st.audit = obs.audit;
   for (auto& pc : cfg.pools) {
+    pc.audit_backlog = obs.pressure;
     st.order.push_back(pc.name);
     auto& entry = st.pools[pc.name];
     entry.cfg = std::move(pc);
@@ -141,13 +156,37 @@ supervisor_actor::behavior_type supervisor_impl(supervisor_ptr self, supervisor_
       for (const auto& sub : self->state.subscribers)
         caf::anon_send(sub, ev);
     },
+    [=](metrics_atom) -> caf::result<std::string> {
+      return self->delegate(self->state.telemetry, metrics_atom::value);
+    },
+    [=](summary_atom) -> caf::result<std::string> {
+      return self->delegate(self->state.telemetry, summary_atom::value);
+    },
+    [=](audit_flush_atom) -> caf::result<audit_stats> {
+      if (!self->state.audit)
+        return audit_stats{};
+      return self->delegate(self->state.audit, audit_flush_atom::value);
+    },
     [=](shutdown_atom) {
       auto& s = self->state;
       s.shutting_down = true;
       for (auto& [name, entry] : s.pools)
         if (entry.handle)
           self->send(entry.handle, shutdown_atom::value);
-      self->quit();
+      auto stop = [=] {
+        if (self->state.audit)
+          self->send_exit(self->state.audit, caf::exit_reason::user_shutdown);
+        self->send_exit(self->state.telemetry, caf::exit_reason::user_shutdown);
+        self->quit();
+      };
+      if (!s.audit) {
+        stop();
+        return;
+      }
+      // Every record the pools sent before their shutdown is written before
+      // the audit actor goes away.
+      self->request(s.audit, std::chrono::seconds(30), audit_flush_atom::value)
+        .then([=](audit_stats&) { stop(); }, [=](caf::error&) { stop(); });
     },
   };
 }
@@ -168,7 +207,18 @@ outcome<supervisor_actor> spawn_supervisor(caf::actor_system& sys, supervisor_co
       return resolved.error().wrap("supervisor");
     pc = std::move(*resolved);
   }
-  return sys.spawn(supervisor_impl, std::move(cfg));
+  observers obs;
+  obs.telemetry = spawn_telemetry(sys);
+  if (cfg.audit) {
+    obs.pressure = std::make_shared<audit_pressure>();
+    auto audit = spawn_audit(sys, *cfg.audit, audit_links{obs.telemetry, obs.pressure});
+    if (!audit) {
+      caf::anon_send_exit(obs.telemetry, caf::exit_reason::user_shutdown);
+      return logic_failure("supervisor: audit: " + sys.render(audit.error()));
+    }
+    obs.audit = *audit;
+  }
+  return sys.spawn(supervisor_impl, std::move(cfg), std::move(obs));
 }
 
 } // namespace castellan

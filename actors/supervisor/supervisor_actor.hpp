@@ -4,6 +4,7 @@
 /// The front door: owns the pools, routes `exec` to them, restarts a pool that
 /// crashes, and publishes worker state events to its subscribers.
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -13,7 +14,9 @@
 #include <caf/typed_actor.hpp>
 
 #include "actors/messages.hpp"
+#include "actors/audit/audit_actor.hpp"
 #include "actors/pool/pool_actor.hpp"
+#include "actors/telemetry/telemetry_actor.hpp"
 #include "ipc/result.hpp"
 
 namespace castellan {
@@ -31,13 +34,21 @@ using supervisor_actor = caf::typed_actor<
   caf::reacts_to<unsubscribe_atom, caf::actor>,
   // From the pools: a worker changed state.
   caf::reacts_to<worker_state_event>,
-  // Stop every pool and quit.
+  // Prometheus text exposition of every metric.
+  caf::replies_to<metrics_atom>::with<std::string>,
+  // A few lines for humans.
+  caf::replies_to<summary_atom>::with<std::string>,
+  // Waits until every audit record so far is written (and synced).
+  caf::replies_to<audit_flush_atom>::with<audit_stats>,
+  // Stop every pool, flush the audit log and quit.
   caf::reacts_to<shutdown_atom>>;
 
 struct supervisor_config {
   /// The pools to run; the first one is the default route. Names must be
   /// unique and non-empty.
   std::vector<pool_config> pools;
+  /// Where audit records go; no audit actor runs when this is empty.
+  std::optional<audit_config> audit;
 };
 
 /// Checks the configuration (and each pool's files) and spawns the supervisor

@@ -10,12 +10,16 @@
 #include <iterator>
 #include <memory>
 #include <sstream>
+#include <thread>
 
 #include <CLI/CLI.hpp>
 #include <caf/all.hpp>
 
 #include "actors/exec_json.hpp"
 #include "actors/interfaces.hpp"
+#include "actors/policy/engine/policy_loader.hpp"
+#include "actors/pool/sandbox_profile.hpp"
+#include "platform/install_layout.hpp"
 #include "apps/castellan/cli_context.hpp"
 #include "apps/castellan/duration.hpp"
 
@@ -29,6 +33,9 @@ struct exec_options {
   std::string timeout;
   std::string python = "/usr/bin/python3";
   bool worker_stderr = false;
+  std::string policy;               ///< empty: policies/default.json
+  std::string isolation = "sandbox"; ///< "sandbox" or "none"
+  std::string audit_log;            ///< write this run's audit records here
   // code mode
   std::string code;
   std::string file;
@@ -44,6 +51,14 @@ void add_common_flags(CLI::App* cmd, exec_options& o) {
   cmd->add_option("--python", o.python, "The interpreter the workers run");
   cmd->add_flag("--worker-stderr", o.worker_stderr,
                 "Show the workers' own diagnostics on stderr");
+  cmd->add_option("--audit-log", o.audit_log,
+                  "Append this run's audit records (JSON lines) to FILE");
+  cmd->add_option("--policy", o.policy,
+                  "The policy file the workers run under (default: policies/default.json)");
+  cmd->add_option("--isolation", o.isolation,
+                  "sandbox (default: namespaces, Landlock, seccomp, cgroups) or none "
+                  "(plain processes, for development)")
+    ->check(CLI::IsMember({"sandbox", "none"}));
 }
 
 /// Writes all of `data` to `fd` (stdout/stderr carry arbitrary bytes).
@@ -100,7 +115,46 @@ int run_request(const exec_options& o, exec_request req) {
   pc.size = o.pool_size;
   pc.python = o.python;
   pc.worker_stderr = o.worker_stderr;
+  // The policy: --policy, else the pre-built default; `extends` by name
+  // resolves in the policies directory.
+  auto layout = platform::find_install_layout();
+  const std::string policies_dir = layout ? layout->policies_dir : std::string();
+  std::string policy_path = o.policy;
+  if (policy_path.empty() && !policies_dir.empty())
+    policy_path = policies_dir + "/default.json";
+  if (!policy_path.empty()) {
+    auto doc = policy::load_policy(policy_path, policies_dir);
+    if (!doc) {
+      std::cerr << "castellan: invalid policy: " << doc.to_failure().describe() << "\n";
+      return usage_exit_code;
+    }
+    if (auto ok = apply_policy(*doc, pc); !ok) {
+      std::cerr << "castellan: " << ok.error().describe() << "\n";
+      return usage_exit_code;
+    }
+  }
+  if (o.isolation == "none")
+    pc.isolation = platform::isolation_mode::none;
+  // `run`: the program asked for may be executed, whatever else is denied.
+  if (!req.argv.empty() && pc.sandbox.restrict_execute) {
+    const std::string& prog = req.argv.front();
+    if (prog.find('/') != std::string::npos)
+      pc.sandbox.exec_allowed.push_back(prog);
+    else
+      for (const char* dir : {"/usr/local/bin/", "/usr/bin/", "/bin/"})
+        pc.sandbox.exec_allowed.push_back(dir + prog);
+  }
   sc.pools.push_back(pc);
+  if (!o.audit_log.empty()) {
+    // The log of this run records everything it did, not only what the
+    // policy's audit section selects.
+    audit_config audit;
+    audit.enabled = true;
+    audit.events = {"*"};
+    audit.file.path = o.audit_log;
+    audit.file.fsync = fsync_policy::every_record;
+    sc.audit = audit;
+  }
   auto sup = spawn_supervisor(sys, sc);
   if (!sup) {
     std::cerr << "castellan: " << sup.error().describe() << "\n";
@@ -116,8 +170,72 @@ int run_request(const exec_options& o, exec_request req) {
           rc = r.exit_code;
         },
         [&](caf::error& err) { std::cerr << "castellan: " << sys.render(err) << "\n"; });
+    if (!o.audit_log.empty())
+      self->request(*sup, std::chrono::seconds(30), audit_flush_atom::value)
+        .receive([](audit_stats&) {},
+                 [&](caf::error& err) {
+                   std::cerr << "castellan: audit log: " << sys.render(err) << "\n";
+                 });
     self->send(*sup, shutdown_atom::value);
   }
+  return rc;
+}
+
+/// `castellan status`: starts the tree, waits until its workers are warm, and
+/// prints the pools' status and the telemetry summary, or (--metrics) the
+/// Prometheus exposition.
+int run_status(const exec_options& o, bool metrics) {
+  caf::actor_system_config cfg;
+  prepare_actor_system_config(cfg);
+  caf::actor_system sys{cfg};
+  supervisor_config sc;
+  pool_config pc;
+  pc.size = o.pool_size;
+  pc.python = o.python;
+  if (o.isolation == "none")
+    pc.isolation = platform::isolation_mode::none;
+  sc.pools.push_back(pc);
+  auto sup = spawn_supervisor(sys, sc);
+  if (!sup) {
+    std::cerr << "castellan: " << sup.error().describe() << "\n";
+    return usage_exit_code;
+  }
+  caf::scoped_actor self{sys};
+  std::vector<pool_status> pools;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  for (;;) {
+    self->request(*sup, std::chrono::seconds(5), status_atom::value)
+      .receive([&](std::vector<pool_status>& st) { pools = std::move(st); },
+               [&](caf::error&) {});
+    bool warm = !pools.empty();
+    for (const auto& p : pools)
+      warm = warm && p.idle == p.size && p.size > 0;
+    if (warm || std::chrono::steady_clock::now() > deadline)
+      break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  // The pools report their gauges once a second: wait for one report.
+  std::this_thread::sleep_for(std::chrono::milliseconds(1100));
+  int rc = 0;
+  auto print = [&](auto atom, const char* what) {
+    self->request(*sup, std::chrono::seconds(10), atom)
+      .receive([&](std::string& text) { std::cout << text; },
+               [&](caf::error& err) {
+                 std::cerr << "castellan: " << what << ": " << sys.render(err) << "\n";
+                 rc = usage_exit_code;
+               });
+  };
+  if (metrics) {
+    print(metrics_atom::value, "metrics");
+  } else {
+    for (const auto& p : pools)
+      std::cout << "pool " << p.name << ": " << p.size << " workers (" << p.idle << " idle, "
+                << p.busy << " busy, " << p.starting << " starting), " << p.queued
+                << " queued of " << p.queue_limit << ", " << p.spawned << " spawned, "
+                << p.completed << " execs, " << p.lost << " lost\n";
+    print(summary_atom::value, "summary");
+  }
+  self->send(*sup, shutdown_atom::value);
   return rc;
 }
 
@@ -173,6 +291,14 @@ void add_exec_commands(CLI::App& app, cli_context& ctx) {
     req.code = std::move(opts->code);
     ctx.exit_code = run_request(*opts, std::move(req));
   });
+
+  auto* status = app.add_subcommand("status", "Start the pools, wait until they are warm, report");
+  auto metrics = std::make_shared<bool>(false);
+  status->add_flag("--metrics", *metrics, "Print the Prometheus text exposition");
+  status->add_option("--pool-size", opts->pool_size, "Warm workers to start")
+    ->check(CLI::Range(1u, 256u));
+  status->add_option("--python", opts->python, "The interpreter the workers run");
+  status->callback([opts, metrics, &ctx] { ctx.exit_code = run_status(*opts, *metrics); });
 
   auto* run = app.add_subcommand("run", "Run a command in a worker: castellan run -- CMD ARGS...");
   add_common_flags(run, *opts);

@@ -1,5 +1,10 @@
 #include <boost/test/unit_test.hpp>
 
+#include <unistd.h>
+
+#include <cstdio>
+#include <fstream>
+
 #include <nlohmann/json.hpp>
 
 #include "support/build_paths.hpp"
@@ -118,6 +123,42 @@ BOOST_AUTO_TEST_CASE(ten_thousand_results_all_match_their_requests) {
   BOOST_TEST(r.exit_code == 0, r.out << r.err);
   BOOST_TEST(r.out.find("10000 results from 8 requesters, pool of 4: 0 mismatched") !=
              std::string::npos);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+BOOST_AUTO_TEST_SUITE(cli_observability)
+
+BOOST_AUTO_TEST_CASE(audit_log_records_the_run) {
+  const std::string log = "/tmp/castellan-it-audit-" + std::to_string(::getpid()) + ".jsonl";
+  std::remove(log.c_str());
+  auto r = cli({"exec", "--audit-log", log, "import sys; sys.exit(4)"});
+  BOOST_TEST(r.exit_code == 4);
+  std::ifstream in(log);
+  std::vector<nlohmann::json> records;
+  for (std::string line; std::getline(in, line);)
+    records.push_back(nlohmann::json::parse(line));
+  BOOST_REQUIRE_EQUAL(records.size(), 2u);
+  BOOST_TEST(records[0]["kind"] == "exec_start");
+  BOOST_TEST(records[0]["v"] == 1);
+  BOOST_TEST(records[0]["code_size"] == 23); // strlen("import sys; sys.exit(4)")
+  BOOST_TEST(records[1]["kind"] == "exec_end");
+  BOOST_TEST(records[1]["exit_code"] == 4);
+  BOOST_TEST(records[1]["exec_id"] == records[0]["exec_id"]);
+  auto tail = cli({"audit", "tail", log});
+  BOOST_TEST(tail.exit_code == 0);
+  BOOST_TEST(tail.out.find("exec_end") != std::string::npos, tail.out);
+  std::remove(log.c_str());
+}
+
+BOOST_AUTO_TEST_CASE(status_metrics_is_valid_exposition_with_real_figures) {
+  auto r = cli({"status", "--metrics", "--pool-size", "2"});
+  BOOST_TEST(r.exit_code == 0, r.err);
+  BOOST_TEST(r.out.find("castellan_worker_spawns_total{pool=\"default\"} 2") != std::string::npos,
+             r.out);
+  BOOST_TEST(r.out.find("castellan_pool_size{pool=\"default\"} 2") != std::string::npos, r.out);
+  auto check = run_process({"/usr/bin/promtool", "check", "metrics"}, r.out);
+  BOOST_TEST(check.exit_code == 0, check.out << check.err);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

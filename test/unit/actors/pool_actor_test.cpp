@@ -148,6 +148,26 @@ BOOST_AUTO_TEST_CASE(output_caps_truncate_without_killing) {
   BOOST_TEST(!next.stdout_truncated);
 }
 
+BOOST_AUTO_TEST_CASE(large_output_streams_through_a_small_ring) {
+  // 8 MiB through a 64 KiB ring: the harness blocks on a full ring many
+  // times, and each drain by the pool must wake it again.
+  auto pc = test_pool(1);
+  pc.ring_capacity = 64u << 10;
+  pc.code_limit = 16u << 10;
+  pc.stdout_limit = 16u << 20;
+  auto pool = make(pc);
+  auto start = std::chrono::steady_clock::now();
+  auto r = exec_code(pool, "import sys\nfor i in range(8192): sys.stdout.write('%1023d\\n' % i)");
+  auto took = std::chrono::steady_clock::now() - start;
+  BOOST_TEST((r.error == error_class::ok));
+  BOOST_REQUIRE_EQUAL(r.stdout_data.size(), 8192u * 1024u);
+  BOOST_TEST(!r.stdout_truncated);
+  BOOST_TEST(r.stdout_data.substr(r.stdout_data.size() - 5) == "8191\n");
+  BOOST_TEST_MESSAGE("8 MiB through a 64 KiB ring in "
+                     << std::chrono::duration_cast<std::chrono::milliseconds>(took).count()
+                     << " ms");
+}
+
 BOOST_AUTO_TEST_CASE(code_over_the_limit_is_refused_before_dispatch) {
   auto pc = test_pool(1);
   pc.code_limit = 100;
