@@ -69,6 +69,7 @@ struct worker_slot {
   std::optional<pending_exec> current;
   uint32_t next_request_id = 1;
   uint32_t execs = 0;
+  uint64_t cpu_us = 0;  ///< CPU of all its execs so far (the telemetry counter)
   bool killed = false;  ///< we sent SIGKILL; waiting for the exit
   std::string stop_reason;
 };
@@ -320,6 +321,11 @@ void dispatch(pool_ptr self) {
 void complete(pool_ptr self, uint64_t id, worker_slot& slot) {
   slot.current->result.usage = slot.ch->exec_usage();
   slot.current->result.enforcement = slot.ch->enforcement();
+  if (const auto& cfg = self->state.cfg; cfg.telemetry) {
+    const auto& usage = slot.current->result.usage;
+    slot.cpu_us += usage.cpu_us;
+    self->send(cfg.telemetry, worker_usage{cfg.name, id, usage.peak_memory_bytes, slot.cpu_us});
+  }
   finish(self, *slot.current);
   slot.current.reset();
   ++slot.execs;
