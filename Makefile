@@ -11,7 +11,7 @@ ASAN_BUILD ?= build-asan
 JOBS       ?= $(shell nproc)
 CMAKE_FLAGS ?=
 
-DEB_PACKAGES := cmake make g++ clang pkg-config python3 \
+DEB_PACKAGES := cmake make g++ clang libclang-rt-14-dev pkg-config python3 \
   libcaf-dev libasio-dev libhttp-parser-dev libseccomp-dev liburing-dev \
   nlohmann-json3-dev libvalijson-dev libspdlog-dev libcli11-dev libcpp-httplib-dev \
   libboost-test-dev libbenchmark-dev libssl-dev prometheus
