@@ -18,12 +18,14 @@
 #include <cstring>
 #include <functional>
 #include <string>
+#include <utility>
 
 #include <boost/test/unit_test.hpp>
 
 #include "ipc/unique_fd.hpp"
 #include "platform/linux/namespaces.hpp"
 #include "platform/linux/pidfd.hpp"
+#include "platform/spawn_worker.hpp"
 
 namespace castellan::test {
 
@@ -161,6 +163,36 @@ inline void check(const child_result& r) {
 /// "errno N (text)" for messages.
 inline std::string err_text(int err) {
   return std::to_string(err) + " (" + std::strerror(err) + ")";
+}
+
+
+/// Starts `spec` through spawn_worker with a pipe as its stdout (and stderr
+/// when `with_stderr`), reads until EOF (10 s at most between reads) and
+/// reaps it: (exit status, output).
+inline std::pair<platform::exit_status, std::string> run_capturing(platform::worker_spec spec,
+                                                                  bool with_stderr = false) {
+  int p[2];
+  BOOST_REQUIRE_EQUAL(::pipe2(p, O_CLOEXEC), 0);
+  unique_fd rd(p[0]), wr(p[1]);
+  spec.fds.push_back({wr.get(), 1});
+  if (with_stderr)
+    spec.fds.push_back({wr.get(), 2});
+  auto child = platform::spawn_worker(spec);
+  BOOST_REQUIRE_MESSAGE(child, (child ? "" : child.error().describe()));
+  wr.reset();
+  std::string out;
+  char buf[4096];
+  for (;;) {
+    pollfd pfd{rd.get(), POLLIN, 0};
+    BOOST_REQUIRE_MESSAGE(::poll(&pfd, 1, 10'000) == 1, "child output timed out");
+    ssize_t n = ::read(rd.get(), buf, sizeof buf);
+    if (n <= 0)
+      break;
+    out.append(buf, static_cast<std::size_t>(n));
+  }
+  auto st = platform::pidfd_reap(child->pidfd.get());
+  BOOST_REQUIRE(st);
+  return {*st, out};
 }
 
 } // namespace castellan::test

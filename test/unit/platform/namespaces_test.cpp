@@ -22,6 +22,7 @@
 
 using namespace castellan;
 using namespace castellan::platform;
+using castellan::test::run_capturing;
 
 namespace {
 
@@ -35,30 +36,6 @@ worker_spec sandboxed(std::string executable, std::vector<std::string> argv) {
   return spec;
 }
 
-/// Runs `spec` with a pipe as stdout (and stderr); returns (status, output).
-std::pair<exit_status, std::string> run_capturing(worker_spec spec) {
-  int p[2];
-  BOOST_REQUIRE_EQUAL(::pipe2(p, O_CLOEXEC), 0);
-  unique_fd rd(p[0]), wr(p[1]);
-  spec.fds.push_back({wr.get(), 1});
-  spec.fds.push_back({wr.get(), 2});
-  auto child = spawn_worker(spec);
-  BOOST_REQUIRE_MESSAGE(child, (child ? "" : child.error().describe()));
-  wr.reset();
-  std::string out;
-  char buf[4096];
-  for (;;) {
-    pollfd pfd{rd.get(), POLLIN, 0};
-    BOOST_REQUIRE_MESSAGE(::poll(&pfd, 1, 10'000) == 1, "child output timed out");
-    ssize_t n = ::read(rd.get(), buf, sizeof buf);
-    if (n <= 0)
-      break;
-    out.append(buf, static_cast<std::size_t>(n));
-  }
-  auto st = pidfd_reap(child->pidfd.get());
-  BOOST_REQUIRE(st);
-  return {*st, out};
-}
 
 std::string status_field(const std::string& status, const std::string& key) {
   std::istringstream in(status);
@@ -82,7 +59,7 @@ BOOST_AUTO_TEST_CASE(worker_is_pid_1_as_the_sandbox_user_with_its_hostname) {
                                     "echo $$; id -u; id -g; cat /proc/sys/kernel/hostname; "
                                     "cat /proc/self/status"});
   spec.hostname = "castellan-test";
-  auto [st, out] = run_capturing(spec);
+  auto [st, out] = run_capturing(spec, true);
   BOOST_TEST(st.code == 0, out);
   std::istringstream in(out);
   std::string pid, uid, gid, host;
@@ -109,7 +86,7 @@ BOOST_AUTO_TEST_CASE(worker_is_pid_1_as_the_sandbox_user_with_its_hostname) {
 BOOST_AUTO_TEST_CASE(without_setup_capabilities_the_worker_has_none) {
   auto spec = sandboxed("/bin/sh", {"sh", "-c", "cat /proc/self/status"});
   spec.setup_capabilities = false;
-  auto [st, out] = run_capturing(spec);
+  auto [st, out] = run_capturing(spec, true);
   BOOST_TEST(st.code == 0, out);
   BOOST_TEST(status_field(out, "CapEff") == "0000000000000000");
   BOOST_TEST(status_field(out, "CapPrm") == "0000000000000000");

@@ -6,39 +6,13 @@
 
 #include <string>
 
+#include "child_process.hpp"
 #include "platform/linux/pidfd.hpp"
 #include "platform/spawn_worker.hpp"
 
 using namespace castellan;
 using namespace castellan::platform;
-
-namespace {
-
-/// Runs `spec` with a pipe as its stdout; returns (exit status, output).
-std::pair<exit_status, std::string> run_capturing(worker_spec spec) {
-  int p[2];
-  BOOST_REQUIRE_EQUAL(::pipe2(p, O_CLOEXEC), 0);
-  unique_fd rd(p[0]), wr(p[1]);
-  spec.fds.push_back({wr.get(), 1});
-  auto child = spawn_worker(spec);
-  BOOST_REQUIRE_MESSAGE(child, (child ? "" : child.error().describe()));
-  wr.reset();
-  std::string out;
-  char buf[4096];
-  for (;;) {
-    pollfd pfd{rd.get(), POLLIN, 0};
-    BOOST_REQUIRE_MESSAGE(::poll(&pfd, 1, 10'000) == 1, "child output timed out");
-    ssize_t n = ::read(rd.get(), buf, sizeof buf);
-    if (n <= 0)
-      break;
-    out.append(buf, static_cast<std::size_t>(n));
-  }
-  auto st = pidfd_reap(child->pidfd.get());
-  BOOST_REQUIRE(st);
-  return {*st, out};
-}
-
-} // namespace
+using castellan::test::run_capturing;
 
 BOOST_AUTO_TEST_SUITE(spawn_worker_tests)
 
