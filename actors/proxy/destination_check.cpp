@@ -5,6 +5,7 @@
 
 #include <algorithm>
 
+#include "actors/policy/engine/host_pattern.hpp"
 #include "actors/proxy/special_ranges.hpp"
 
 namespace castellan::proxy {
@@ -47,6 +48,26 @@ std::string describe(std::string_view host, uint16_t port, const std::string& ad
 
 } // namespace
 
+std::optional<destination_verdict> check_host_name(const policy::compiled_policy& policy,
+                                                   std::string_view host, uint16_t port) {
+  const auto& hosts = policy.document().hosts;
+  auto deny = [&](std::string rule) {
+    destination_verdict v;
+    v.rule = std::move(rule);
+    v.reason = "denied " + std::string(host) + ":" + std::to_string(port) + " by " + v.rule;
+    return v;
+  };
+  for (std::size_t i = 0; i < hosts.deny.size(); ++i)
+    if (policy::host_matches(hosts.deny[i], host))
+      return deny("/net/hosts/deny/" + std::to_string(i));
+  if (hosts.allow && std::none_of(hosts.allow->begin(), hosts.allow->end(),
+                                  [&](const std::string& p) {
+                                    return policy::host_matches(p, host);
+                                  }))
+    return deny("/net/hosts/allow");
+  return std::nullopt;
+}
+
 destination_verdict check_destination(const policy::compiled_policy& policy,
                                       std::string_view host, uint16_t port,
                                       const std::vector<policy::ip_address>& addresses) {
@@ -84,11 +105,13 @@ destination_verdict check_destination(const policy::compiled_policy& policy,
                         " is refused unless a net rule allows it explicitly";
         return denied;
       }
+      // The explicit rule is what lets this address through: it reports,
+      // unless the engine's verdict was stricter (warn) for another reason.
       const auto& r = policy.document().net_rules[static_cast<std::size_t>(i)];
-      if (r.verdict == action::warn && verdict != action::warn) {
-        verdict = action::warn;
-        rule = "/net/rules/" + std::to_string(i);
-      } else if (d.source != policy::decision_source::rule) {
+      if (r.verdict == action::warn || verdict != action::warn) {
+        verdict = std::max(verdict, r.verdict, [](action a, action b) {
+          return static_cast<int>(a) < static_cast<int>(b);
+        });
         rule = "/net/rules/" + std::to_string(i);
       }
     }

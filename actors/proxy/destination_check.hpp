@@ -21,6 +21,7 @@
 ///    rule that gave it.
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -44,6 +45,14 @@ struct destination_verdict {
   /// connect to (empty when denied).
   std::vector<policy::ip_address> allowed;
 };
+
+/// Decides what the host lists alone say about `host` (normalised), before
+/// anything is resolved: a name on net.hosts.deny, or missing from a present
+/// net.hosts.allow, is denied without a DNS query (a query for a name is
+/// itself a way to send data out). Returns a deny verdict, or nothing when
+/// the name may be resolved.
+std::optional<destination_verdict> check_host_name(const policy::compiled_policy& policy,
+                                                   std::string_view host, uint16_t port);
 
 /// Decides `host`:`port` resolved to `addresses` under `policy`.
 destination_verdict check_destination(const policy::compiled_policy& policy,

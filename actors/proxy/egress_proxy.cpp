@@ -34,10 +34,11 @@ egress_proxy::~egress_proxy() {
       keys.push_back(k);
     for (const auto& k : keys)
       drop(k);
-    // Handlers still queued are destroyed with the io_context, which
-    // releases their sessions.
-    io_.stop();
   });
+  // Every socket and timer is closed now: their handlers finish with
+  // operation_aborted, release their sessions, and run() returns once none
+  // is left (destroying them inside ~io_context instead would tear I/O
+  // objects down while their services are being destroyed).
   work_.reset();
   if (thread_.joinable())
     thread_.join();

@@ -397,6 +397,14 @@ void egress_session::open_destination(std::string host, uint16_t port,
     fail(400, "'" + host_.substr(0, 200) + "' is not a valid host name");
     return;
   }
+  if (auto denied = check_host_name(*link_->policy, host_, port_)) {
+    record_.decision = "deny";
+    record_.rule = denied->rule;
+    record_.reason = denied->reason;
+    ++counters_.denied;
+    fail(403, denied->reason);
+    return;
+  }
   arm_deadline(limits_.connect_timeout);
   resolver_.async_resolve(
     host_, std::to_string(port), asio::ip::resolver_base::numeric_service,

@@ -46,8 +46,9 @@ proxy::record_sink make_sink(const proxy_config& cfg) {
 using proxy_ptr = proxy_actor::stateful_pointer<proxy_state>;
 
 proxy_actor::behavior_type proxy_impl(proxy_ptr self, proxy_config cfg) {
+  // The state's destructor (when the actor ends) closes every connection
+  // and joins the I/O thread.
   self->state.engine = std::make_unique<proxy::egress_proxy>(cfg.limits, make_sink(cfg));
-  self->attach_functor([self] { self->state.engine.reset(); });
   return {
     [=](egress_link& link) {
       if (!link.socket || !*link.socket || !link.policy)
