@@ -14,8 +14,9 @@ struct egress_limits {
   /// Open connections one worker may have through the proxy; beyond it a
   /// new connection is answered 429 and closed.
   uint32_t connections_per_worker = 64;
-  /// Open connections of all workers together (503 beyond).
-  uint32_t connections_total = 4096;
+  /// Open connections of all workers together (503 beyond). A tunnel holds
+  /// six fds (two sockets, two pipes): keep this well below RLIMIT_NOFILE / 6.
+  uint32_t connections_total = 1024;
   /// Bytes (both directions) one exec may move through the proxy; the
   /// connection that crosses it is closed, and so is every later one in the
   /// same exec. 0: unlimited.

@@ -493,6 +493,22 @@ void egress_session::start_tunnel() {
   arm_idle();
   write_client("HTTP/1.1 200 Connection established\r\n\r\n", [this, early = std::move(early)] {
     auto start_pumps = [this] {
+      outbound_pump_ = std::make_unique<splice_pump>(client_, upstream_);
+      inbound_pump_ = std::make_unique<splice_pump>(upstream_, client_);
+      if (outbound_pump_->open() && inbound_pump_->open()) {
+        for (bool outbound : {true, false}) {
+          auto& p = outbound ? outbound_pump_ : inbound_pump_;
+          p->start(
+            shared_from_this(), [this, outbound](std::size_t n) { return charge(n, outbound); },
+            [this, outbound](bool eof, const std::string& why) {
+              on_pump_done(outbound, eof, why);
+            });
+        }
+        return;
+      }
+      // Out of fds for pipes: copy through the buffers instead.
+      outbound_pump_.reset();
+      inbound_pump_.reset();
       pump(true);
       pump(false);
     };
@@ -543,6 +559,21 @@ void egress_session::pump(bool outbound) {
                           self->pump(outbound);
                         });
     });
+}
+
+void egress_session::on_pump_done(bool outbound, bool eof, const std::string& why) {
+  if (phase_ == phase::closed)
+    return;
+  if (!eof) {
+    stop(why);
+    return;
+  }
+  // Half close: pass the end on and keep the other direction going.
+  asio::error_code ignored;
+  (outbound ? upstream_ : client_).shutdown(asio::ip::tcp::socket::shutdown_send, ignored);
+  (outbound ? outbound_done_ : inbound_done_) = true;
+  if (outbound_done_ && inbound_done_)
+    stop("closed by both ends");
 }
 
 // -- forwarding ------------------------------------------------------------------

@@ -23,6 +23,7 @@
 #include "actors/audit/audit_messages.hpp"
 #include "actors/proxy/egress_limits.hpp"
 #include "actors/proxy/http_message_parser.hpp"
+#include "actors/proxy/splice_pump.hpp"
 #include "actors/proxy/worker_link.hpp"
 
 namespace castellan::proxy {
@@ -79,6 +80,7 @@ private:
   // -- CONNECT -----------------------------------------------------------------
   void start_tunnel();
   void pump(bool outbound);
+  void on_pump_done(bool outbound, bool eof, const std::string& why);
 
   // -- forwarding --------------------------------------------------------------
   void send_request_head();
@@ -120,7 +122,10 @@ private:
   std::size_t up_begin_ = 0;
   std::size_t up_end_ = 0;
 
-  // Tunnel state.
+  // Tunnel state: splice pumps (kernel-side copies), or buffer copies
+  // through in_/up_ when no pipe could be created.
+  std::unique_ptr<splice_pump> outbound_pump_;
+  std::unique_ptr<splice_pump> inbound_pump_;
   bool outbound_done_ = false;
   bool inbound_done_ = false;
 
