@@ -594,9 +594,18 @@ void egress_session::send_request_head() {
   if ((url.field_set & (1u << UF_PORT)) != 0)
     out += ":" + std::to_string(url.port);
   out += "\r\n";
-  for (const auto& [k, v] : h.headers)
+  // "Expect: 100-continue" is answered here: the client may send its body
+  // at once, and the server never waits for a body the proxy holds back.
+  bool expects_continue = false;
+  for (const auto& [k, v] : h.headers) {
+    if (iequals(k, "expect") && iequals(v, "100-continue")) {
+      expects_continue = true;
+      continue;
+    }
     if (!hop_by_hop(k, h))
       out += k + ": " + v + "\r\n";
+  }
+  const bool has_body = h.chunked || (h.content_length && *h.content_length > 0);
   request_chunked_ = h.chunked;
   if (h.chunked)
     out += "Transfer-Encoding: chunked\r\n";
@@ -608,7 +617,12 @@ void egress_session::send_request_head() {
   if (!charge(out.size(), true))
     return;
   arm_idle();
-  write_upstream(std::move(out), [this] { continue_request_body(); });
+  write_upstream(std::move(out), [this, go_ahead = expects_continue && has_body] {
+    if (go_ahead)
+      write_client("HTTP/1.1 100 Continue\r\n\r\n", [this] { continue_request_body(); });
+    else
+      continue_request_body();
+  });
 }
 
 void egress_session::continue_request_body() {

@@ -72,7 +72,18 @@ private:
           if (head.empty())
             return;
           const std::string line = head.substr(0, head.find("\r\n"));
-          const std::string body = line + "\n";
+          std::string body = line + "\n";
+          const auto cl = head.find("Content-Length: ");
+          if (cl != std::string::npos) {
+            std::size_t want = std::stoul(head.substr(cl + 16));
+            std::string got;
+            char ch;
+            while (got.size() < want && ::read(c.get(), &ch, 1) == 1)
+              got.push_back(ch);
+            body += got + "\n";
+          }
+          if (head.find("Expect:") != std::string::npos)
+            body += "the server saw Expect\n";
           const std::string out = "HTTP/1.1 200 OK\r\nContent-Length: " +
                                   std::to_string(body.size()) + "\r\nX-Test: yes\r\n\r\n" + body;
           if (::write(c.get(), out.data(), out.size()) != static_cast<ssize_t>(out.size()))
@@ -147,6 +158,22 @@ BOOST_AUTO_TEST_CASE(forwards_absolute_uri_requests_with_keep_alive) {
   BOOST_TEST(r[0].method == "GET");
   BOOST_TEST(r[0].bytes_out > 0u);
   BOOST_TEST(r[0].bytes_in > 0u);
+}
+
+BOOST_AUTO_TEST_CASE(a_body_with_expect_continue_is_forwarded) {
+  http_server server;
+  proxy_fixture f;
+  auto c = f.worker.connect();
+  write_all(c.get(), "POST http://127.0.0.2:" + std::to_string(server.port()) +
+                       "/upload HTTP/1.1\r\nHost: 127.0.0.2\r\nContent-Length: 5\r\n"
+                       "Expect: 100-continue\r\nConnection: close\r\n\r\n");
+  const std::string interim = read_head(c.get());
+  BOOST_TEST(interim == "HTTP/1.1 100 Continue\r\n\r\n");
+  write_all(c.get(), "hello");
+  const std::string answer = read_all(c.get());
+  BOOST_TEST(answer.find("HTTP/1.1 200 OK") == 0u, answer);
+  BOOST_TEST(answer.find("POST /upload HTTP/1.1\nhello\n") != std::string::npos, answer);
+  BOOST_TEST(answer.find("the server saw Expect") == std::string::npos, answer);
 }
 
 BOOST_AUTO_TEST_CASE(denied_destinations_get_403_naming_the_rule) {
