@@ -66,66 +66,70 @@ void splice_pump::step() {
       finish(false, "closed");
       return;
     }
+    bool progressed = false;
+    bool write_blocked = false;
+    // Out of the pipe first: the receiver's progress frees room for more.
     if (pending_ > 0) {
       const ssize_t n = ::splice(pipe_read_.get(), nullptr, to_.native_handle(), nullptr,
                                  pending_, SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
       if (n > 0) {
         pending_ -= static_cast<std::size_t>(n);
+        progressed = true;
+      } else if (n < 0 && errno == EINTR) {
         continue;
-      }
-      if (n < 0 && errno == EINTR)
-        continue;
-      if (n < 0 && errno == EAGAIN) {
-        to_.async_wait(asio::ip::tcp::socket::wait_write,
-                       [this, keep = keep_alive_](const asio::error_code& ec) {
-                         if (ec)
-                           finish(false, ec.message());
-                         else
-                           step();
-                       });
+      } else if (n < 0 && errno == EAGAIN) {
+        write_blocked = true;
+      } else {
+        finish(false, std::string("the receiver stopped reading: ") +
+                        (n < 0 ? std::strerror(errno) : "closed"));
         return;
       }
-      finish(false, std::string("the receiver stopped reading: ") +
-                      (n < 0 ? std::strerror(errno) : "closed"));
-      return;
     }
-    if (eof_) {
+    if (eof_ && pending_ == 0) {
       finish(true, {});
       return;
     }
-    if (moved >= step_budget) {
-      // Let the other connections on this thread run.
-      asio::post(to_.get_executor(), [this, keep = keep_alive_] { step(); });
-      return;
-    }
-    const ssize_t n = ::splice(from_.native_handle(), nullptr, pipe_write_.get(), nullptr, chunk_,
-                               SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
-    if (n > 0) {
-      pending_ += static_cast<std::size_t>(n);
-      moved += static_cast<std::size_t>(n);
-      if (!on_bytes_(static_cast<std::size_t>(n))) {
-        finish(false, "stopped");
+    // Into the pipe while it has room, even while the receiver is slow: the
+    // sender keeps going until the pipe is full.
+    if (!eof_ && pending_ < chunk_) {
+      if (moved >= step_budget) {
+        // Let the other connections on this thread run.
+        asio::post(to_.get_executor(), [this, keep = keep_alive_] { step(); });
         return;
       }
-      continue;
+      const ssize_t n = ::splice(from_.native_handle(), nullptr, pipe_write_.get(), nullptr,
+                                 chunk_ - pending_, SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+      if (n > 0) {
+        pending_ += static_cast<std::size_t>(n);
+        moved += static_cast<std::size_t>(n);
+        progressed = true;
+        if (!on_bytes_(static_cast<std::size_t>(n))) {
+          finish(false, "stopped");
+          return;
+        }
+      } else if (n == 0) {
+        eof_ = true;
+        progressed = true;
+      } else if (errno == EINTR) {
+        continue;
+      } else if (errno != EAGAIN) {
+        finish(false, std::string("the sender failed: ") + std::strerror(errno));
+        return;
+      }
     }
-    if (n == 0) {
-      eof_ = true;
+    if (progressed)
       continue;
-    }
-    if (errno == EINTR)
-      continue;
-    if (errno == EAGAIN) {
-      from_.async_wait(asio::ip::tcp::socket::wait_read,
-                       [this, keep = keep_alive_](const asio::error_code& ec) {
-                         if (ec)
-                           finish(false, ec.message());
-                         else
-                           step();
-                       });
-      return;
-    }
-    finish(false, std::string("the sender failed: ") + std::strerror(errno));
+    // Nothing moved: wait for the side that holds things up.
+    const bool wait_write = pending_ > 0 && write_blocked;
+    auto& socket = wait_write ? to_ : from_;
+    socket.async_wait(wait_write ? asio::ip::tcp::socket::wait_write
+                                 : asio::ip::tcp::socket::wait_read,
+                      [this, keep = keep_alive_](const asio::error_code& ec) {
+                        if (ec)
+                          finish(false, ec.message());
+                        else
+                          step();
+                      });
     return;
   }
 }
