@@ -589,8 +589,10 @@ void egress_session::send_request_head() {
                        : std::string("/");
   if ((url.field_set & (1u << UF_QUERY)) != 0)
     path += "?" + h.target.substr(url.field_data[UF_QUERY].off, url.field_data[UF_QUERY].len);
-  std::string out = h.method + " " + path + " HTTP/1.1\r\nHost: " +
-                    h.target.substr(url.field_data[UF_HOST].off, url.field_data[UF_HOST].len);
+  std::string host = h.target.substr(url.field_data[UF_HOST].off, url.field_data[UF_HOST].len);
+  if (host.find(':') != std::string::npos)
+    host = "[" + host + "]"; // an IPv6 literal
+  std::string out = h.method + " " + path + " HTTP/1.1\r\nHost: " + host;
   if ((url.field_set & (1u << UF_PORT)) != 0)
     out += ":" + std::to_string(url.port);
   out += "\r\n";
