@@ -20,6 +20,7 @@
 #include "actors/policy/policy_messages.hpp"
 #include "actors/audit/audit_messages.hpp"
 #include "actors/telemetry/telemetry_messages.hpp"
+#include "actors/proxy/proxy_messages.hpp"
 
 CAF_BEGIN_TYPE_ID_BLOCK(castellan, caf::first_custom_type_id)
 
@@ -95,5 +96,11 @@ CAF_BEGIN_TYPE_ID_BLOCK(castellan, caf::first_custom_type_id)
   // [messages-cancel]
   CAF_ADD_TYPE_ID(castellan, (castellan::cancel_outcome))
   CAF_ADD_TYPE_ID(castellan, (castellan::cancel_reply))
+
+  // -- egress proxy (actors/proxy) -----------------------------------------------
+  // [messages-proxy]
+  CAF_ADD_TYPE_ID(castellan, (castellan::egress_link))
+  CAF_ADD_TYPE_ID(castellan, (castellan::egress_status))
+  CAF_ADD_ATOM(castellan, castellan, egress_detach_atom, "eg_detach")
 
 CAF_END_TYPE_ID_BLOCK(castellan)

@@ -77,5 +77,5 @@ int main(int argc, char** argv) {
       return fail(sandbox_exit, harness.error());
     return fail(harness.error().code != 0 ? exit_exec_failed : 1, harness.error());
   }
-  return supervise_harness(*harness);
+  return supervise_harness(*harness, sandbox ? sandbox->relay() : nullptr);
 }

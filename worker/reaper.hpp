@@ -12,6 +12,8 @@
 
 namespace castellan::worker {
 
+class egress_relay;
+
 /// Orphaned descendants are re-parented to this process, so that it reaps
 /// them (PR_SET_CHILD_SUBREAPER). As PID 1 of a pid namespace this is
 /// implied; outside one (tests, the portable backend) it is what makes the
@@ -24,10 +26,12 @@ outcome<void> become_subreaper();
 /// mask, which the harness gets back.
 outcome<sigset_t> block_worker_signals();
 
-/// Waits for signals until the harness has exited: forwards SIGTERM, SIGINT
-/// and SIGHUP to it, reaps every child on SIGCHLD. Returns the harness's
-/// exit status, or 128 + the signal that ended it.
-int supervise_harness(pid_t harness);
+/// Waits until the harness has exited, in one poll() loop over a signalfd
+/// and, when the sandbox has network, the egress relay's listener: forwards
+/// SIGTERM, SIGINT and SIGHUP to the harness, reaps every child on SIGCHLD,
+/// and passes accepted connections to the proxy (`relay` may be null).
+/// Returns the harness's exit status, or 128 + the signal that ended it.
+int supervise_harness(pid_t harness, egress_relay* relay = nullptr);
 
 /// A wait status as a shell exit code: the exit status, or 128 + signal.
 int exit_code_of(int wait_status) noexcept;

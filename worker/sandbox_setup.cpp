@@ -34,7 +34,7 @@ const char* sandbox_exit_layer(int exit_code) noexcept {
     case exit_sandbox_root:
       return "the root file system could not be built";
     case exit_sandbox_network:
-      return "the loopback interface could not be brought up";
+      return "the loopback interface or the egress relay could not be set up";
     case exit_sandbox_capabilities:
       return "capabilities could not be dropped";
     case exit_sandbox_landlock:
@@ -67,6 +67,16 @@ std::optional<sandbox_setup> sandbox_setup::enter(int spec_fd, sandbox_failure& 
       failed = {exit_sandbox_network, r.error()};
       return std::nullopt;
     }
+  }
+  if (out.spec_.egress_port != 0) {
+    // Bound before the interpreter exists: nothing in the sandbox can take
+    // the port first.
+    auto relay = egress_relay::open(out.spec_.egress_port, out.spec_.egress_fd);
+    if (!relay) {
+      failed = {exit_sandbox_network, relay.error()};
+      return std::nullopt;
+    }
+    out.relay_.emplace(std::move(*relay));
   }
   if (out.spec_.drop_capabilities) {
     // PID 1 keeps running next to hostile code: it needs no capability to

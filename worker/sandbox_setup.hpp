@@ -15,13 +15,14 @@
 #include "ipc/result.hpp"
 #include "platform/linux/root_builder.hpp"
 #include "platform/linux/sandbox_spec.hpp"
+#include "worker/egress_relay.hpp"
 
 namespace castellan::worker {
 
 /// castellan-worker's exit codes for a sandbox layer that failed.
 constexpr int exit_sandbox_spec = 3;         ///< the spec fd is unreadable or invalid
 constexpr int exit_sandbox_root = 4;         ///< build_root failed
-constexpr int exit_sandbox_network = 5;      ///< loopback could not be brought up
+constexpr int exit_sandbox_network = 5;      ///< loopback or the egress relay could not be set up
 constexpr int exit_sandbox_capabilities = 6; ///< capabilities could not be dropped
 constexpr int exit_sandbox_landlock = 7;     ///< Landlock could not be applied
 constexpr int exit_sandbox_seccomp = 8;      ///< the seccomp filter could not be loaded
@@ -38,8 +39,9 @@ struct sandbox_failure {
 /// PID 1's half, done; the child's half is `apply_in_child`.
 class sandbox_setup {
 public:
-  /// PID 1: read_sandbox_spec → build_root → set_loopback_up → drop its own
-  /// capabilities → PR_SET_DUMPABLE 0. Closes `spec_fd`.
+  /// PID 1: read_sandbox_spec → build_root → set_loopback_up → the egress
+  /// relay's listener (when the spec has one) → drop its own capabilities →
+  /// PR_SET_DUMPABLE 0. Closes `spec_fd`.
   static std::optional<sandbox_setup> enter(int spec_fd, sandbox_failure& failed);
 
   /// The interpreter child, after fork and before exec: drop_capabilities →
@@ -47,8 +49,12 @@ public:
   /// the report. Returns 0, or an exit code after printing why to stderr.
   int apply_in_child() noexcept;
 
+  /// The egress relay PID 1 serves, or null when the sandbox has no network.
+  egress_relay* relay() noexcept { return relay_ ? &*relay_ : nullptr; }
+
 private:
   platform::sandbox_spec spec_;
+  std::optional<egress_relay> relay_;
   platform::root_report root_;
 };
 

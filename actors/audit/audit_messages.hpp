@@ -127,13 +127,15 @@ struct connection_record {
   uint64_t bytes_in = 0;  ///< remote → sandbox
   uint64_t duration_us = 0;
   int64_t timestamp_ns = 0; ///< when the connection was decided
+  std::string method; ///< "CONNECT" for a tunnel, else the HTTP method forwarded
+  std::string reason; ///< one line: why it was denied, or how it ended
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, connection_record& x) {
   return f(caf::meta::type_name("connection_record"), x.exec_id, x.pool, x.worker_id, x.host,
            x.address, x.port, x.decision, x.rule, x.bytes_out, x.bytes_in, x.duration_us,
-           x.timestamp_ns);
+           x.timestamp_ns, x.method, x.reason);
 }
 
 // -- configuration ----------------------------------------------------------------

@@ -185,6 +185,8 @@ audit_record encode(const connection_record& x, uint64_t seq, int64_t now_ns) {
   j["bytes_out"] = x.bytes_out;
   j["bytes_in"] = x.bytes_in;
   j["duration_us"] = x.duration_us;
+  j["method"] = bounded(x.method);
+  j["reason"] = bounded(x.reason);
   return finish(std::move(j), kind_of(x), ts, seq, x.exec_id, x.pool);
 }
 

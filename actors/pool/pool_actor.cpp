@@ -213,6 +213,11 @@ void spawn_one(pool_ptr self) {
   st.events->watch(id, (*ch)->doorbell_fd(), (*ch)->pidfd());
   auto& slot = st.workers[id];
   slot.ch = std::move(*ch);
+  // egress: the proxy serves the connections that arrive on this worker's socket.
+  if (auto link = slot.ch->take_egress_link(); link && st.cfg.proxy)
+    self->send(st.cfg.proxy,
+               egress_link{st.cfg.name, id, std::make_shared<unique_fd>(std::move(link)),
+                           policy_snapshot{st.cfg.egress_policy}, slot.ch->exec_marker()});
   publish(self, id, slot);
 }
 
@@ -302,6 +307,8 @@ void start_exec(pool_ptr self, uint64_t id, worker_slot& slot, pending_exec p) {
   p.result.timing.queue_us = micros(p.dispatched - p.arrived);
   p.result.worker_id = id;
   p.request_id = slot.next_request_id++;
+  // egress: connections the code opens are recorded under this exec.
+  slot.ch->set_exec(p.req.exec_id);
   outcome<void> sent;
   if (p.req.argv.empty()) {
     sent = slot.ch->send(ipc::message_type::code, p.request_id, p.req.code);
@@ -369,6 +376,7 @@ void dispatch(pool_ptr self) {
 
 /// A worker finished its exec: back to the idle queue, or retired.
 void complete(pool_ptr self, uint64_t id, worker_slot& slot) {
+  slot.ch->set_exec(0);
   auto& r = slot.current->result;
   r.usage = slot.ch->exec_usage();
   r.enforcement = slot.ch->enforcement();
@@ -525,6 +533,8 @@ void on_exited(pool_ptr self, uint64_t id) {
     spdlog::error("pool {}: {}", st.cfg.name, st.last_spawn_error);
   }
   st.events->unwatch(id);
+  if (st.cfg.proxy && slot.ch->exec_marker())
+    self->send(st.cfg.proxy, egress_detach_atom::value, st.cfg.name, id);
   if (!slot.killed && slot.state == worker_state::ready && st.cfg.audit)
     post_audit(self, st.cfg.audit, st.cfg.audit_backlog,
                worker_lost_event{st.cfg.name, id, slot.ch->pid(), 0, how, now_ns()});

@@ -19,6 +19,7 @@
 #include "actors/messages.hpp"
 #include "actors/telemetry/telemetry_actor.hpp"
 #include "actors/pool/sandbox_profile.hpp"
+#include "actors/proxy/proxy_actor.hpp"
 #include "ipc/result.hpp"
 #include "platform/worker_spec.hpp"
 
@@ -94,6 +95,15 @@ struct pool_config {
   audit_actor audit;
   std::shared_ptr<castellan::audit_pressure> audit_backlog;
   telemetry_actor telemetry; ///< receives observations and gauges (may be null)
+
+  // -- egress (actors/proxy) ---------------------------------------------------
+  /// The policy the egress proxy decides this pool's connections with; null
+  /// when the policy allows no network (the sandbox then has loopback only).
+  std::shared_ptr<const policy::compiled_policy> egress_policy;
+  /// The proxy (set by the supervisor). With an egress policy and a proxy,
+  /// every sandboxed worker gets the egress relay on 127.0.0.1:egress_port.
+  proxy_actor proxy;
+  uint16_t egress_port = 3128;
 };
 
 /// Fills in the worker binary and harness from the install layout when they

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 
+#include "actors/policy/engine/compiled_policy.hpp"
 #include "actors/policy/engine/policy_document.hpp"
 #include "actors/pool/pool_actor.hpp"
 
@@ -60,6 +61,16 @@ bool exists(const std::string& path) {
 }
 
 } // namespace
+
+bool allows_network(const policy::policy_document& doc) {
+  if (doc.effective_net_default() != policy::action::deny)
+    return true;
+  if (doc.hosts.allow && !doc.hosts.allow->empty())
+    return true;
+  return std::any_of(doc.net_rules.begin(), doc.net_rules.end(), [](const auto& r) {
+    return r.verdict != policy::action::deny && r.proto == policy::net_proto::tcp;
+  });
+}
 
 outcome<void> apply_policy(const policy::policy_document& doc, pool_config& cfg) {
   const std::string what = "policy " + doc.source;
@@ -143,6 +154,11 @@ outcome<void> apply_policy(const policy::policy_document& doc, pool_config& cfg)
       if (exists(loader))
         allow(loader);
   }
+
+  // net: a policy that can allow any TCP connection gets the egress relay
+  // and proxy; the proxy decides each connection with this compiled copy.
+  if (allows_network(doc))
+    cfg.egress_policy = policy::compiled_policy::compile(doc, doc.source);
 
   // limits
   const auto& l = doc.limits;

@@ -66,8 +66,14 @@ outcome<platform::sandbox_spec> make_sandbox_spec(const sandbox_profile& profile
 /// the default root → extra binds with those Landlock rights, exec allow
 /// rules → EXECUTE only there (plus `cfg.python`), antiEscape.denySyscalls →
 /// seccomp, limits → cgroup limits, the default timeout and the
-/// output/code limits (the ring grows to fit the code limit).
+/// output/code limits (the ring grows to fit the code limit); a policy that
+/// allows network (allows_network) → `cfg.egress_policy`.
 outcome<void> apply_policy(const policy::policy_document& doc, pool_config& cfg);
+
+/// True when `doc` can allow some TCP connection: a net default other than
+/// deny, a non-empty host allow list, or an allowing/warning tcp rule. Such
+/// a policy gets the egress relay (actors/proxy); any other keeps loopback only.
+bool allows_network(const policy::policy_document& doc);
 
 /// The harness's path inside the sandbox.
 std::string sandboxed_harness_path(const std::string& harness);

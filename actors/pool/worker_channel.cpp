@@ -1,6 +1,7 @@
 #include "actors/pool/worker_channel.hpp"
 
 #include <fcntl.h>
+#include <sys/socket.h>
 #include <signal.h>
 #include <unistd.h>
 
@@ -24,6 +25,7 @@ constexpr int segment_child_fd = 3;
 constexpr int to_worker_child_fd = 4;
 constexpr int to_supervisor_child_fd = 5;
 constexpr int sandbox_spec_child_fd = 6;
+constexpr int egress_child_fd = 7;
 
 /// castellan-worker's exit codes for a sandbox layer it could not apply
 /// (worker/sandbox_setup.hpp); its stderr line has the details.
@@ -34,7 +36,7 @@ const char* sandbox_layer_of_exit(int code) {
     case 4:
       return "the root file system could not be built";
     case 5:
-      return "the loopback interface could not be brought up";
+      return "the loopback interface or the egress relay could not be set up";
     case 6:
       return "capabilities could not be dropped";
     case 7:
@@ -128,6 +130,7 @@ outcome<std::unique_ptr<worker_channel>> worker_channel::start(uint64_t id,
               {ch->to_worker_.fd(), to_worker_child_fd},
               {ch->to_supervisor_.fd(), to_supervisor_child_fd}};
   unique_fd sealed;
+  unique_fd egress_child; // the worker's end of the egress pair, open until the spawn
   std::string cgroup_unavailable; ///< set when best_effort let the worker start without one
   const platform::cgroup_limits limits{cfg.limits.memory_bytes, cfg.limits.pids,
                                        cfg.limits.cpu_percent};
@@ -135,6 +138,30 @@ outcome<std::unique_ptr<worker_channel>> worker_channel::start(uint64_t id,
     auto sb = make_sandbox_spec(cfg.sandbox, cfg.harness);
     if (!sb)
       return sb.error().wrap(what);
+    if (cfg.egress_policy && cfg.proxy && cfg.egress_port != 0) {
+      // The egress relay: PID 1 listens on 127.0.0.1:egress_port inside the
+      // network namespace and passes each connection over this pair to the
+      // proxy. Created here, before the sandbox exists.
+      int pair[2];
+      if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, pair) != 0)
+        return errno_failure(what + ": egress socketpair");
+      ch->egress_link_.reset(pair[0]);
+      egress_child.reset(pair[1]);
+      ch->exec_marker_ = std::make_shared<std::atomic<uint64_t>>(0);
+      sb->egress_port = cfg.egress_port;
+      sb->egress_fd = egress_child_fd;
+      // The interpreter may connect to the relay's port (and, in its own
+      // network namespace, that reaches only the relay or its own loopback).
+      sb->landlock.ports.push_back({cfg.egress_port, platform::landlock_net::connect_tcp});
+      const std::string proxy_url = "http://127.0.0.1:" + std::to_string(cfg.egress_port);
+      for (const char* name : {"HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy"})
+        spec.env.push_back(std::string(name) + "=" + proxy_url);
+      // The sandbox's own loopback stays direct: a local server the code
+      // starts is not the proxy's business (and the proxy would refuse it).
+      for (const char* name : {"NO_PROXY", "no_proxy"})
+        spec.env.push_back(std::string(name) + "=localhost,127.0.0.1,::1");
+      spec.fds.push_back({egress_child.get(), egress_child_fd});
+    }
     auto fd = platform::seal_sandbox_spec(*sb);
     if (!fd)
       return fd.error().wrap(what);

@@ -7,6 +7,7 @@
 
 #include <sys/types.h>
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -82,6 +83,20 @@ public:
   /// Reaps the process once it has exited; a description of how it ended.
   std::string reap() noexcept;
 
+  /// egress: the proxy's end of this worker's egress socket pair (taken
+  /// once; invalid when the worker has no network).
+  unique_fd take_egress_link() noexcept { return std::move(egress_link_); }
+  /// egress: the exec the worker runs, shared with the proxy (null when the
+  /// worker has no network).
+  const std::shared_ptr<std::atomic<uint64_t>>& exec_marker() const noexcept {
+    return exec_marker_;
+  }
+  /// egress: records that `exec_id` now runs (0: none), before its code is sent.
+  void set_exec(uint64_t exec_id) noexcept {
+    if (exec_marker_)
+      exec_marker_->store(exec_id, std::memory_order_release);
+  }
+
   /// Bytes waiting in each direction (the ring fill gauge).
   uint32_t to_worker_used() const noexcept { return writer_.used_bytes(); }
   uint32_t to_supervisor_used() const noexcept { return reader_.used_bytes(); }
@@ -113,6 +128,8 @@ private:
   uint64_t cpu_base_us_ = 0;
   uint64_t oom_base_ = 0;
   std::string enforcement_;  ///< the supervisor's part until READY, then the whole
+  unique_fd egress_link_;    ///< the proxy's end until the pool hands it over
+  std::shared_ptr<std::atomic<uint64_t>> exec_marker_;
 };
 
 } // namespace castellan

@@ -27,6 +27,7 @@ struct supervisor_state {
   std::vector<caf::actor> subscribers;
   telemetry_actor telemetry;
   audit_actor audit; ///< null when nothing is audited
+  proxy_actor proxy; ///< null when no pool allows network
   uint64_t next_exec_id = 1;
   /// Execs routed and not yet answered: exec id → pool name, so that a
   /// cancel goes to the one pool that has the exec.
@@ -94,6 +95,7 @@ struct observers {
   telemetry_actor telemetry;
   audit_actor audit;
   std::shared_ptr<audit_pressure> pressure;
+  proxy_actor proxy;
 };
 
 supervisor_actor::behavior_type supervisor_impl(supervisor_ptr self, supervisor_config cfg,
@@ -101,8 +103,11 @@ supervisor_actor::behavior_type supervisor_impl(supervisor_ptr self, supervisor_
   auto& st = self->state;
   st.telemetry = obs.telemetry;
   st.audit = obs.audit;
+  st.proxy = obs.proxy;
   for (auto& pc : cfg.pools) {
     pc.audit_backlog = obs.pressure;
+    if (pc.egress_policy)
+      pc.proxy = obs.proxy;
     st.order.push_back(pc.name);
     auto& entry = st.pools[pc.name];
     entry.cfg = std::move(pc);
@@ -231,7 +236,16 @@ supervisor_actor::behavior_type supervisor_impl(supervisor_ptr self, supervisor_
     [=](audit_flush_atom) -> caf::result<audit_stats> {
       if (!self->state.audit)
         return audit_stats{};
-      return self->delegate(self->state.audit, audit_flush_atom::value);
+      if (!self->state.proxy)
+        return self->delegate(self->state.audit, audit_flush_atom::value);
+      // The proxy's records travel from its I/O thread straight to audit: a
+      // round trip through that thread first puts every record of a
+      // connection that has ended ahead of the flush.
+      auto rp = self->make_response_promise<audit_stats>();
+      self->request(self->state.proxy, std::chrono::seconds(5), status_atom::value)
+        .then([=](egress_status&) mutable { rp.delegate(self->state.audit, audit_flush_atom::value); },
+              [=](caf::error&) mutable { rp.delegate(self->state.audit, audit_flush_atom::value); });
+      return rp;
     },
     [=](shutdown_atom) {
       auto& s = self->state;
@@ -240,6 +254,8 @@ supervisor_actor::behavior_type supervisor_impl(supervisor_ptr self, supervisor_
         if (entry.handle)
           self->send(entry.handle, shutdown_atom::value);
       auto stop = [=] {
+        if (self->state.proxy)
+          self->send(self->state.proxy, shutdown_atom::value);
         if (self->state.audit)
           self->send_exit(self->state.audit, caf::exit_reason::user_shutdown);
         self->send_exit(self->state.telemetry, caf::exit_reason::user_shutdown);
@@ -284,6 +300,9 @@ outcome<supervisor_actor> spawn_supervisor(caf::actor_system& sys, supervisor_co
     }
     obs.audit = *audit;
   }
+  if (std::any_of(cfg.pools.begin(), cfg.pools.end(),
+                  [](const pool_config& pc) { return pc.egress_policy != nullptr; }))
+    obs.proxy = spawn_proxy(sys, proxy_config{cfg.egress, obs.audit, obs.pressure, obs.telemetry});
   return sys.spawn(supervisor_impl, std::move(cfg), std::move(obs));
 }
 

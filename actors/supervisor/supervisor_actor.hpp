@@ -16,6 +16,7 @@
 #include "actors/messages.hpp"
 #include "actors/audit/audit_actor.hpp"
 #include "actors/pool/pool_actor.hpp"
+#include "actors/proxy/proxy_actor.hpp"
 #include "actors/telemetry/telemetry_actor.hpp"
 #include "ipc/result.hpp"
 
@@ -52,6 +53,10 @@ struct supervisor_config {
   std::vector<pool_config> pools;
   /// Where audit records go; no audit actor runs when this is empty.
   std::optional<audit_config> audit;
+  /// The egress proxy's limits. The proxy runs when any pool has an egress
+  /// policy (its policy allows network); its pools' workers then reach it
+  /// through their egress relay.
+  proxy::egress_limits egress;
 };
 
 /// Checks the configuration (and each pool's files) and spawns the supervisor

@@ -26,5 +26,7 @@ inline constexpr const char* ring_fill_max = "castellan_ring_fill_ratio_max";
 inline constexpr const char* audit_records = "castellan_audit_records_total";
 inline constexpr const char* audit_dropped = "castellan_audit_dropped_total";
 inline constexpr const char* refused = "castellan_telemetry_refused_total";
+inline constexpr const char* egress_connections = "castellan_egress_connections_total";
+inline constexpr const char* egress_bytes = "castellan_egress_bytes_total";
 
 } // namespace castellan::metric_names

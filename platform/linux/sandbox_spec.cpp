@@ -338,7 +338,9 @@ std::string to_json(const sandbox_spec& spec) {
             {"landlock", landlock_json(spec.landlock)},
             {"seccomp", seccomp_json(spec.seccomp)},
             {"loopback_up", spec.loopback_up},
-            {"drop_capabilities", spec.drop_capabilities}};
+            {"drop_capabilities", spec.drop_capabilities},
+            {"egress_port", spec.egress_port},
+            {"egress_fd", spec.egress_fd}};
   return j.dump();
 }
 
@@ -362,7 +364,12 @@ outcome<sandbox_spec> parse_sandbox_spec(std::string_view text) {
     read_seccomp(*s, "/seccomp", spec.seccomp, err);
   o.boolean("loopback_up", spec.loopback_up);
   o.boolean("drop_capabilities", spec.drop_capabilities);
+  o.unsigned_number("egress_port", spec.egress_port);
+  o.signed_number("egress_fd", spec.egress_fd);
   o.finish();
+  if (err.empty() && spec.egress_port != 0 && spec.egress_fd < 3)
+    return logic_failure("sandbox spec: /egress_fd: " + std::to_string(spec.egress_fd) +
+                         " is not an inherited fd (the egress relay needs one >= 3)");
   if (!err.empty())
     return logic_failure("sandbox spec: " + err);
   if (auto r = validate(spec.root); !r)

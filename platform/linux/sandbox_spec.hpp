@@ -6,6 +6,7 @@
 /// sealed memfd and passes that as an inherited fd; the worker reads it back
 /// with full validation before it touches anything.
 
+#include <cstdint>
 #include <string>
 #include <string_view>
 
@@ -25,6 +26,12 @@ struct sandbox_spec {
   seccomp_spec seccomp;
   bool loopback_up = true;  ///< PID 1 brings lo up in its network namespace
   bool drop_capabilities = true;
+  /// The egress relay (actors/proxy): when `egress_port` is not 0, PID 1
+  /// listens on 127.0.0.1:`egress_port` inside the network namespace and
+  /// passes every accepted connection over the AF_UNIX socket it inherited
+  /// as fd `egress_fd` to the egress proxy. 0 / -1: no network at all.
+  uint16_t egress_port = 0;
+  int egress_fd = -1;
 };
 
 /// The spec as a JSON document (version 1, every field written).

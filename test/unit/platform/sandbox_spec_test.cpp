@@ -43,6 +43,8 @@ BOOST_AUTO_TEST_CASE(round_trip_keeps_every_field) {
   spec.seccomp.deny_errno = 13;
   spec.root.tmpfs.push_back({"/scratch", 1 << 20, 0700, true});
   spec.loopback_up = false;
+  spec.egress_port = 3128;
+  spec.egress_fd = 7;
   const std::string text = to_json(spec);
   auto back = parse_sandbox_spec(text);
   BOOST_REQUIRE_MESSAGE(back, (back ? "" : back.error().describe()));
@@ -53,6 +55,8 @@ BOOST_AUTO_TEST_CASE(round_trip_keeps_every_field) {
   BOOST_TEST(back->landlock.paths.size() == spec.landlock.paths.size());
   BOOST_TEST(back->seccomp.deny_errno == 13);
   BOOST_TEST(!back->loopback_up);
+  BOOST_TEST(back->egress_port == 3128);
+  BOOST_TEST(back->egress_fd == 7);
 }
 
 BOOST_AUTO_TEST_CASE(malformed_specs_say_where) {
@@ -72,6 +76,9 @@ BOOST_AUTO_TEST_CASE(malformed_specs_say_where) {
              std::string::npos);
   BOOST_TEST(error_of(with("/root/read_only", "yes")).find("/root/read_only: expected a boolean") !=
              std::string::npos);
+  BOOST_TEST(error_of(with("/egress_port", 70000)).find("/egress_port") != std::string::npos);
+  // A relay port without an inherited socket is refused, not half set up.
+  BOOST_TEST(error_of(with("/egress_port", 3128)).find("/egress_fd") != std::string::npos);
 }
 
 BOOST_AUTO_TEST_CASE(sealed_memfd_round_trip) {

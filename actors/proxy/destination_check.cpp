@@ -1,0 +1,133 @@
+/// @file destination_check.cpp
+/// See destination_check.hpp.
+
+#include "actors/proxy/destination_check.hpp"
+
+#include <algorithm>
+
+#include "actors/policy/engine/host_pattern.hpp"
+#include "actors/proxy/special_ranges.hpp"
+
+namespace castellan::proxy {
+
+namespace {
+
+using policy::action;
+
+/// The index of the first net rule that allows or warns on `addr`:`port`
+/// and whose block lies inside `range`; -1 if none.
+int explicit_rule_for(const policy::policy_document& doc, const special_range& range,
+                      const policy::ip_address& addr, uint16_t port) {
+  for (std::size_t i = 0; i < doc.net_rules.size(); ++i) {
+    const auto& r = doc.net_rules[i];
+    if (r.verdict == action::deny || r.proto != policy::net_proto::tcp)
+      continue;
+    const auto& block = r.cidr;
+    if (block.network.family != range.block.network.family ||
+        block.prefix < range.block.prefix || !range.block.contains(block.network) ||
+        !block.contains(addr))
+      continue;
+    if (std::any_of(r.ports.begin(), r.ports.end(),
+                    [&](const policy::port_range& p) { return p.contains(port); }))
+      return static_cast<int>(i);
+  }
+  return -1;
+}
+
+std::string describe(std::string_view host, uint16_t port, const std::string& address) {
+  std::string out(host);
+  out += ':';
+  out += std::to_string(port);
+  if (address != host) {
+    out += " (";
+    out += address;
+    out += ')';
+  }
+  return out;
+}
+
+} // namespace
+
+std::optional<destination_verdict> check_host_name(const policy::compiled_policy& policy,
+                                                   std::string_view host, uint16_t port) {
+  const auto& hosts = policy.document().hosts;
+  auto deny = [&](std::string rule) {
+    destination_verdict v;
+    v.rule = std::move(rule);
+    v.reason = "denied " + std::string(host) + ":" + std::to_string(port) + " by " + v.rule;
+    return v;
+  };
+  for (std::size_t i = 0; i < hosts.deny.size(); ++i)
+    if (policy::host_matches(hosts.deny[i], host))
+      return deny("/net/hosts/deny/" + std::to_string(i));
+  if (hosts.allow && std::none_of(hosts.allow->begin(), hosts.allow->end(),
+                                  [&](const std::string& p) {
+                                    return policy::host_matches(p, host);
+                                  }))
+    return deny("/net/hosts/allow");
+  return std::nullopt;
+}
+
+destination_verdict check_destination(const policy::compiled_policy& policy,
+                                      std::string_view host, uint16_t port,
+                                      const std::vector<policy::ip_address>& addresses) {
+  destination_verdict out;
+  if (addresses.empty()) {
+    out.rule = "resolve";
+    out.reason = "denied " + std::string(host) + ":" + std::to_string(port) +
+                 ": the name has no address";
+    return out;
+  }
+  action worst = action::allow;
+  std::string worst_rule;
+  for (const auto& addr : addresses) {
+    if (std::find(out.allowed.begin(), out.allowed.end(), addr) != out.allowed.end())
+      continue;
+    const std::string text = policy::to_string(addr);
+    const policy::decision d = policy.check_net(policy::net_proto::tcp, addr, port, host);
+    if (d.verdict == action::deny) {
+      destination_verdict denied;
+      denied.rule = std::string(d.pointer);
+      denied.address = text;
+      denied.reason = "denied " + describe(host, port, text) + " by " + denied.rule;
+      return denied;
+    }
+    action verdict = d.verdict;
+    std::string rule(d.pointer);
+    if (const special_range* range = special_range_of(addr)) {
+      const int i = explicit_rule_for(policy.document(), *range, addr, port);
+      if (i < 0) {
+        destination_verdict denied;
+        denied.rule = "special-range";
+        denied.address = text;
+        denied.reason = "denied " + describe(host, port, text) + " by special-range: " +
+                        std::string(range->name) +
+                        " is refused unless a net rule allows it explicitly";
+        return denied;
+      }
+      // The explicit rule is what lets this address through: it reports,
+      // unless the engine's verdict was stricter (warn) for another reason.
+      const auto& r = policy.document().net_rules[static_cast<std::size_t>(i)];
+      if (r.verdict == action::warn || verdict != action::warn) {
+        verdict = std::max(verdict, r.verdict, [](action a, action b) {
+          return static_cast<int>(a) < static_cast<int>(b);
+        });
+        rule = "/net/rules/" + std::to_string(i);
+      }
+    }
+    if (out.allowed.empty() || (verdict == action::warn && worst != action::warn)) {
+      worst = verdict;
+      worst_rule = rule;
+      if (out.allowed.empty() || verdict == action::warn)
+        out.address = text;
+    }
+    out.allowed.push_back(addr);
+  }
+  out.verdict = worst;
+  out.rule = worst_rule;
+  out.reason = std::string(worst == action::warn ? "warned " : "allowed ") +
+               describe(host, port, out.address) + " by " + out.rule;
+  return out;
+}
+
+} // namespace castellan::proxy
