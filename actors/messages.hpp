@@ -19,6 +19,7 @@
 #include "actors/policy/policy_messages.hpp"
 #include "actors/audit/audit_messages.hpp"
 #include "actors/telemetry/telemetry_messages.hpp"
+#include "actors/mediation_messages.hpp"
 
 CAF_BEGIN_TYPE_ID_BLOCK(castellan, caf::first_custom_type_id)
 
@@ -89,5 +90,11 @@ CAF_BEGIN_TYPE_ID_BLOCK(castellan, caf::first_custom_type_id)
   CAF_ADD_TYPE_ID(castellan, (castellan::ring_fill))
   CAF_ADD_ATOM(castellan, castellan, metrics_atom, "metrics")
   CAF_ADD_ATOM(castellan, castellan, summary_atom, "summary")
+
+  // -- seccomp user notification (actors/mediation_messages.hpp) ---------------
+  // [messages-mediation]
+  CAF_ADD_TYPE_ID(castellan, (castellan::syscall_denied))
+  CAF_ADD_TYPE_ID(castellan, (castellan::policy_warning))
+  CAF_ADD_TYPE_ID(castellan, (castellan::optimistic_violation))
 
 CAF_END_TYPE_ID_BLOCK(castellan)

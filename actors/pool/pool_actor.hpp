@@ -17,6 +17,7 @@
 #include "actors/audit/audit_actor.hpp"
 #include "actors/messages.hpp"
 #include "actors/telemetry/telemetry_actor.hpp"
+#include "actors/policy/engine/compiled_policy.hpp"
 #include "actors/pool/sandbox_profile.hpp"
 #include "ipc/result.hpp"
 #include "platform/worker_spec.hpp"
@@ -32,6 +33,11 @@ using pool_actor = caf::typed_actor<
   caf::reacts_to<doorbell_atom, uint64_t>,
   // From the pool's event source thread: worker `id`'s process exited.
   caf::reacts_to<exited_atom, uint64_t>,
+  // From the pool's event source thread: decided system calls
+  // (actors/mediation_messages.hpp).
+  caf::reacts_to<syscall_denied>,
+  caf::reacts_to<policy_warning>,
+  caf::reacts_to<optimistic_violation>,
   // From the pool itself: the deadline of dispatch `serial` on worker `id` passed.
   caf::reacts_to<deadline_atom, uint64_t, uint64_t>,
   // From the pool itself: retry starting workers after a failure.
@@ -76,6 +82,11 @@ struct pool_config {
   audit_actor audit;
   std::shared_ptr<castellan::audit_pressure> audit_backlog;
   telemetry_actor telemetry; ///< receives observations and gauges (may be null)
+  /// The policy the event source decides seccomp notifications with, when
+  /// `sandbox.notify` lists system calls (apply_policy sets both).
+  std::shared_ptr<const policy::compiled_policy> mediation_policy;
+  /// Events kept in one exec's result; beyond it they go to audit only.
+  uint32_t events_limit = 256;
 };
 
 /// Fills in the worker binary and harness from the install layout when they

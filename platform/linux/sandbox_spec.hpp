@@ -14,6 +14,7 @@
 #include "platform/linux/landlock.hpp"
 #include "platform/linux/root_builder.hpp"
 #include "platform/linux/seccomp_filter.hpp"
+#include "platform/linux/seccomp_notify.hpp"
 
 namespace castellan::platform {
 
@@ -23,6 +24,10 @@ struct sandbox_spec {
   root_spec root;           ///< includes the hostname
   landlock_spec landlock;
   seccomp_spec seccomp;
+  /// System calls the supervisor decides (empty: no notify filter). The
+  /// interpreter child loads it last and sends the listener over the
+  /// control socket (castellan-worker --control-fd).
+  notify_spec notify;
   bool loopback_up = true;  ///< PID 1 brings lo up in its network namespace
   bool drop_capabilities = true;
 };
