@@ -61,7 +61,10 @@ asan: deps
 	cmake --build $(ASAN_BUILD) -j $(JOBS)
 	cd $(ASAN_BUILD) && ASAN_OPTIONS=detect_leaks=1 ctest --output-on-failure -j $(JOBS)
 
+# bubblewrap is a baseline of bench_spawn only: nothing else needs it.
 bench: build
+	@dpkg-query -W -f='$${Status}\n' bubblewrap 2>/dev/null | grep -q '^install ok installed' || \
+	  { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq bubblewrap >/dev/null; }
 	@for b in $(BUILD)/bin/bench_*; do echo "== $$b"; $$b || exit 1; done
 
 clean:

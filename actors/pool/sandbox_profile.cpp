@@ -74,6 +74,10 @@ outcome<void> apply_policy(const policy::policy_document& doc, pool_config& cfg)
   }
   if (doc.plugins.seccomp)
     sb.seccomp = doc.plugins.seccomp->enabled;
+  if (doc.plugins.cgroups) {
+    sb.cgroups = doc.plugins.cgroups->enabled;
+    sb.cgroups_best_effort = doc.plugins.cgroups->best_effort;
+  }
   for (const auto& name : doc.deny_syscalls)
     // clone3 is already answered ENOSYS by the anti-escape filter (its flags
     // are out of the filter's sight, so libc falls back to clone, whose

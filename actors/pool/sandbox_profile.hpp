@@ -34,6 +34,10 @@ struct sandbox_profile {
   bool landlock = true;             ///< apply Landlock to the interpreter
   bool landlock_best_effort = true; ///< a kernel without (some of) Landlock runs with less
   bool seccomp = true;              ///< apply the seccomp filter (never best effort)
+  bool cgroups = true;              ///< a cgroup per worker with the pool's limits
+  /// A worker starts without its cgroup when one cannot be created (the
+  /// report says why); false: the worker is refused instead.
+  bool cgroups_best_effort = false;
   std::vector<std::string> deny_syscalls; ///< EPERM, beyond the anti-escape set
   std::vector<std::string> kill_syscalls; ///< SIGSYS
   std::vector<sandbox_extra_path> extra_paths; ///< bound at the same path, Landlock as given

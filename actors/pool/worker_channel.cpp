@@ -55,6 +55,15 @@ const outcome<platform::cgroup_layout>& cgroup_layout_once() {
   return layout;
 }
 
+/// A fresh cgroup for one worker, below the supervisor's own.
+outcome<platform::worker_cgroup> create_worker_cgroup(const platform::cgroup_limits& limits) {
+  const auto& layout = cgroup_layout_once();
+  if (!layout)
+    return layout.error().wrap("cgroups");
+  return platform::worker_cgroup::create(
+    *layout, platform::worker_cgroup::unique_name("castellan-w"), limits);
+}
+
 unique_fd open_cgroup_file(const std::string& dir, const char* name, int flags) {
   if (dir.empty())
     return unique_fd{};
@@ -122,6 +131,7 @@ outcome<std::unique_ptr<worker_channel>> worker_channel::start(uint64_t id,
               {ch->to_supervisor_.fd(), to_supervisor_child_fd}};
   unique_fd sealed;
   unique_fd control_child;
+  std::string cgroup_unavailable; ///< set when best_effort let the worker start without one
   const platform::cgroup_limits limits{cfg.limits.memory_bytes, cfg.limits.pids,
                                        cfg.limits.cpu_percent};
   if (sandboxed) {
@@ -149,14 +159,18 @@ outcome<std::unique_ptr<worker_channel>> worker_channel::start(uint64_t id,
     spec.isolation = platform::isolation_mode::namespaces;
     spec.namespaces = {true, true, true, true, true, true, true};
     spec.hostname = cfg.sandbox.hostname;
-    if (limits.memory_bytes != 0 || limits.pids != 0 || limits.cpu_percent != 0) {
-      const auto& layout = cgroup_layout_once();
-      if (!layout)
-        return layout.error().wrap(what + ": cgroups");
-      auto cg = platform::worker_cgroup::create(
-        *layout, platform::worker_cgroup::unique_name("castellan-w"), limits);
-      if (!cg)
+    const bool want_cgroup = cfg.sandbox.cgroups && (limits.memory_bytes != 0 ||
+                                                     limits.pids != 0 || limits.cpu_percent != 0);
+    auto cg = want_cgroup ? create_worker_cgroup(limits) : outcome<platform::worker_cgroup>(
+                                                                logic_failure("not requested"));
+    if (want_cgroup && !cg) {
+      if (!cfg.sandbox.cgroups_best_effort)
         return cg.error().wrap(what);
+      // Rootless without a delegated subtree, typically: the policy said
+      // the worker may run without limits, and its report will say so.
+      cgroup_unavailable = cg.error().describe();
+    }
+    if (want_cgroup && cg) {
       ch->cgroup_.emplace(std::move(*cg));
       spec.limits = cfg.limits;
       spec.cgroup = ch->cgroup_->placement();
@@ -192,6 +206,7 @@ outcome<std::unique_ptr<worker_channel>> worker_channel::start(uint64_t id,
         if (auto cge = platform::cgroup_enforcement_of(*ch->cgroup_, limits))
           report->cgroup = std::move(*cge);
       }
+      report->cgroup_unavailable = cgroup_unavailable;
       ch->enforcement_ = report->to_json();
     } else {
       ch->enforcement_ =

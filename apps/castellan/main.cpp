@@ -3,10 +3,15 @@
 /// file and registers itself here.
 
 #include <CLI/CLI.hpp>
+#include <spdlog/sinks/stdout_color_sinks.h>
+#include <spdlog/spdlog.h>
 
 #include "apps/castellan/cli_context.hpp"
 
 int main(int argc, char** argv) {
+  // Diagnostics go to stderr: stdout carries only the code's output or the
+  // --json result, so that it stays parseable.
+  spdlog::set_default_logger(spdlog::stderr_color_mt("castellan"));
   CLI::App app{"castellan: run untrusted code in warm, sandboxed workers"};
   app.require_subcommand(1);
   app.set_version_flag("--version", "castellan 0.1.0");

@@ -49,6 +49,9 @@ std::string enforcement_report::to_json() const {
     j["cgroup"] = {{"controllers", cgroup->controllers},
                    {"requested", limits_json(cgroup->requested)},
                    {"in_force", applied_json(cgroup->in_force)}};
+  else if (!cgroup_unavailable.empty())
+    j["cgroup"] = {{"in_force", nullptr}, {"best_effort", true},
+                   {"unavailable", cgroup_unavailable}};
   else
     j["cgroup"] = nullptr;
   if (root)

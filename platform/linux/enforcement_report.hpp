@@ -33,6 +33,9 @@ struct enforcement_report {
   /// "none (private network namespace, loopback only)" or "host".
   std::string network = "host";
   std::optional<cgroup_enforcement> cgroup;
+  /// Why the worker runs without a cgroup although one was asked for (only
+  /// with cgroups best_effort); empty otherwise.
+  std::string cgroup_unavailable;
   std::optional<root_report> root;
   bool landlock_requested = false;
   std::optional<landlock_report> landlock;

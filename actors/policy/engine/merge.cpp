@@ -64,6 +64,7 @@ policy_document merge_policies(const std::vector<policy_document>& layers) {
     merge_plugin(out.plugins.namespaces, l.plugins.namespaces);
     merge_plugin(out.plugins.landlock, l.plugins.landlock);
     merge_plugin(out.plugins.seccomp, l.plugins.seccomp);
+    merge_plugin(out.plugins.cgroups, l.plugins.cgroups);
     merge_action(out.defaults.fs, l.defaults.fs);
     merge_action(out.defaults.net, l.defaults.net);
     merge_action(out.defaults.exec, l.defaults.exec);

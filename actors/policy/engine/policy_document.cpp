@@ -25,7 +25,7 @@ nlohmann::ordered_json to_json(const policy_document& doc) {
   if (!doc.extends.empty())
     out["extends"] = doc.extends;
   const auto& pl = doc.plugins;
-  if (pl.namespaces || pl.landlock || pl.seccomp) {
+  if (pl.namespaces || pl.landlock || pl.seccomp || pl.cgroups) {
     ojson p = ojson::object();
     if (pl.namespaces)
       p["namespaces"] = plugin_json(*pl.namespaces);
@@ -33,6 +33,8 @@ nlohmann::ordered_json to_json(const policy_document& doc) {
       p["landlock"] = plugin_json(*pl.landlock);
     if (pl.seccomp)
       p["seccomp"] = plugin_json(*pl.seccomp);
+    if (pl.cgroups)
+      p["cgroups"] = plugin_json(*pl.cgroups);
     out["plugins"] = std::move(p);
   }
   const auto& d = doc.defaults;

@@ -33,6 +33,10 @@ struct plugins_section {
   std::optional<plugin_setting> namespaces;
   std::optional<plugin_setting> landlock;
   std::optional<plugin_setting> seccomp;
+  /// The per-worker cgroup (memory, pids, CPU limits and per-exec usage).
+  /// best_effort lets a worker start without one where the supervisor may
+  /// not create cgroups (rootless without a delegated subtree).
+  std::optional<plugin_setting> cgroups;
 };
 
 /// The action for operations no rule matches, per domain. Absent = deny.

@@ -155,6 +155,7 @@ private:
     one("namespaces", out.plugins.namespaces);
     one("landlock", out.plugins.landlock);
     one("seccomp", out.plugins.seccomp);
+    one("cgroups", out.plugins.cgroups);
   }
 
   void read_defaults(const json& doc, policy_document& out) {

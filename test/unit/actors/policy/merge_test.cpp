@@ -94,7 +94,8 @@ BOOST_AUTO_TEST_CASE(defaults_most_restrictive) {
 
 BOOST_AUTO_TEST_CASE(rules_concatenate_sets_union_limits_minimum) {
   const auto a = parse(R"({"version": 1,
-    "plugins": {"landlock": {"enabled": true, "best_effort": true}, "seccomp": false},
+    "plugins": {"landlock": {"enabled": true, "best_effort": true}, "seccomp": false,
+                "cgroups": {"best_effort": true}},
     "net": {"rules": [{"action": "deny", "proto": "tcp", "cidr": "10.0.0.0/8", "ports": "0-65535"}],
             "hosts": {"deny": ["a.example"], "allow": ["x.example"]}},
     "exec": {"rules": [{"action": "allow", "path": "/bin/a"}]},
@@ -102,7 +103,8 @@ BOOST_AUTO_TEST_CASE(rules_concatenate_sets_union_limits_minimum) {
     "audit": {"enabled": false, "events": ["openat"]},
     "limits": {"timeout_ms": 1000, "memory_bytes": 2097152}})");
   const auto b = parse(R"({"version": 1,
-    "plugins": {"landlock": true, "seccomp": {"enabled": false, "best_effort": true}},
+    "plugins": {"landlock": true, "seccomp": {"enabled": false, "best_effort": true},
+                "cgroups": {"enabled": true, "best_effort": true}},
     "net": {"rules": [{"action": "allow", "proto": "udp", "cidr": "0.0.0.0/0", "ports": "53"}],
             "hosts": {"deny": ["a.example", "b.example"], "allow": ["y.example"]}},
     "exec": {"rules": [{"action": "allow", "path": "/bin/b"}]},
@@ -128,6 +130,10 @@ BOOST_AUTO_TEST_CASE(rules_concatenate_sets_union_limits_minimum) {
   BOOST_CHECK(m.plugins.landlock->enabled);
   BOOST_CHECK(!m.plugins.landlock->best_effort); // strict wins
   BOOST_CHECK(!m.plugins.seccomp->enabled);      // false OR false
+  BOOST_CHECK(m.plugins.cgroups->enabled);
+  BOOST_CHECK(m.plugins.cgroups->best_effort);   // every layer says best effort
+  BOOST_CHECK(!merge_policies({a, parse(R"({"version": 1, "plugins": {"cgroups": true}})")})
+                 .plugins.cgroups->best_effort);
   BOOST_CHECK(!m.plugins.namespaces.has_value());
   BOOST_CHECK(m.effective(m.plugins.namespaces).enabled);
   // An allow list in any layer stays: a layer without one does not lift it.
