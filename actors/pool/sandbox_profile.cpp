@@ -106,6 +106,25 @@ outcome<void> apply_policy(const policy::policy_document& doc, pool_config& cfg)
     }
   }
 
+  // fs deny rules on reading: covered in the root (deny beats any allow, so
+  // nothing beneath may be read either). Patterns are expanded on the host;
+  // a trailing "/**" adds nothing to what a rule covers. Other "**" patterns
+  // cannot be enumerated up front and stay with the policy check alone.
+  const uint64_t reads = platform::landlock_fs::read_file | platform::landlock_fs::read_dir;
+  for (const auto& rule : doc.fs_rules) {
+    if (rule.verdict != policy::action::deny || (rule.perms & reads) == 0)
+      continue;
+    std::string pattern = rule.path;
+    while (pattern.size() > 3 && pattern.compare(pattern.size() - 3, 3, "/**") == 0)
+      pattern.resize(pattern.size() - 3);
+    if (pattern == "/" || pattern.find("**") != std::string::npos)
+      continue;
+    for (const auto& path : expand(pattern))
+      if (std::find(sb.masked_paths.begin(), sb.masked_paths.end(), path) ==
+          sb.masked_paths.end())
+        sb.masked_paths.push_back(path);
+  }
+
   // exec: EXECUTE only on the allowed programs, the interpreter, the loader.
   if (doc.effective_exec_default() == policy::action::deny) {
     sb.restrict_execute = true;
@@ -194,6 +213,7 @@ outcome<platform::sandbox_spec> make_sandbox_spec(const sandbox_profile& profile
     b.exec = (e.landlock_access & platform::landlock_fs::execute) != 0;
     spec.root.binds.push_back(std::move(b));
   }
+  spec.root.masked = profile.masked_paths;
   if (auto ok = platform::validate(spec.root); !ok)
     return ok.error().wrap("sandbox");
   spec.landlock = platform::default_landlock_spec(spec.root);

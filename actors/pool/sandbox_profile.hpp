@@ -41,6 +41,10 @@ struct sandbox_profile {
   std::vector<std::string> deny_syscalls; ///< EPERM, beyond the anti-escape set
   std::vector<std::string> kill_syscalls; ///< SIGSYS
   std::vector<sandbox_extra_path> extra_paths; ///< bound at the same path, Landlock as given
+  /// Paths the policy denies to read: covered inside the root so that they
+  /// cannot be read even below a directory the sandbox binds (Landlock can
+  /// only grant, never carve a hole out of a grant).
+  std::vector<std::string> masked_paths;
   /// When true, Landlock EXECUTE is granted only on `exec_allowed` (and the
   /// dynamic loader), nowhere else; false: on every read-only system bind.
   bool restrict_execute = false;

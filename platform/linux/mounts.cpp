@@ -6,6 +6,9 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <linux/openat2.h>
+
+#include <cerrno>
 #include <cstdio>
 
 namespace castellan::platform {
@@ -105,6 +108,52 @@ outcome<void> pivot_to(const std::string& new_root) {
   if (::chdir("/") != 0)
     return errno_failure("chdir / after pivot_root");
   return {};
+}
+
+outcome<mask_outcome> mask_path(const std::string& root, const std::string& path,
+                                const std::string& empty_file) {
+  unique_fd root_fd(::open(root.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+  if (!root_fd)
+    return errno_failure("open " + root);
+  open_how how{};
+  how.flags = O_PATH | O_NOFOLLOW | O_CLOEXEC;
+  how.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS;
+  const std::string relative = path.empty() || path[0] != '/' ? path : path.substr(1);
+  unique_fd target(static_cast<int>(
+    ::syscall(SYS_openat2, root_fd.get(), relative.c_str(), &how, sizeof how)));
+  if (!target) {
+    if (errno == ENOENT || errno == ENOTDIR)
+      return mask_outcome::missing;
+    return errno_failure("mask " + path + ": openat2 in root");
+  }
+  struct stat st;
+  if (::fstat(target.get(), &st) != 0)
+    return errno_failure("mask " + path + ": fstat");
+  const uint64_t attrs = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV |
+                         MOUNT_ATTR_NOEXEC;
+  unique_fd cover;
+  if (S_ISDIR(st.st_mode)) {
+    unique_fd fs(::fsopen("tmpfs", FSOPEN_CLOEXEC));
+    if (!fs)
+      return errno_failure("mask " + path + ": fsopen tmpfs");
+    if (::fsconfig(fs.get(), FSCONFIG_SET_STRING, "mode", "000", 0) != 0 ||
+        ::fsconfig(fs.get(), FSCONFIG_SET_STRING, "size", "4096", 0) != 0 ||
+        ::fsconfig(fs.get(), FSCONFIG_CMD_CREATE, nullptr, nullptr, 0) != 0)
+      return errno_failure("mask " + path + ": configure tmpfs");
+    cover.reset(::fsmount(fs.get(), FSMOUNT_CLOEXEC, static_cast<unsigned>(attrs)));
+    if (!cover)
+      return errno_failure("mask " + path + ": fsmount");
+  } else {
+    cover.reset(::open_tree(AT_FDCWD, empty_file.c_str(), OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC));
+    if (!cover)
+      return errno_failure("mask " + path + ": open_tree " + empty_file);
+    if (auto r = set_tree_attributes(cover.get(), attrs, 0, false, empty_file); !r)
+      return r.error().wrap("mask " + path);
+  }
+  if (::move_mount(cover.get(), "", target.get(), "",
+                   MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) != 0)
+    return errno_failure("mask " + path + ": move_mount");
+  return S_ISDIR(st.st_mode) ? mask_outcome::masked_directory : mask_outcome::masked_file;
 }
 
 outcome<void> make_directories(const std::string& base, const std::string& relative) {

@@ -55,6 +55,20 @@ outcome<void> remount_read_only(const std::string& target);
 /// then detaches the old root stacked on it, and chdir("/").
 outcome<void> pivot_to(const std::string& new_root);
 
+/// What `mask_path` did with one path.
+enum class mask_outcome { masked_directory, masked_file, missing };
+
+/// Hides `path` (absolute, as seen inside `root`) behind an inaccessible
+/// mount: a directory gets an empty, read-only tmpfs of mode 000 on top; any
+/// other file gets a read-only bind of `empty_file` (mode 000). Without
+/// CAP_DAC_OVERRIDE nothing under it can be read, listed or executed, and no
+/// process without CAP_SYS_ADMIN can remove the cover. `path` is resolved
+/// with openat2(RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS) from `root`, so a
+/// symlink inside the root can never redirect the cover outside it; the
+/// mount goes onto the resolved fd, not onto a path looked up again.
+outcome<mask_outcome> mask_path(const std::string& root, const std::string& path,
+                                const std::string& empty_file);
+
 /// mkdir -p inside `base` for `relative` (components created 0755; never
 /// follows a symlink).
 outcome<void> make_directories(const std::string& base, const std::string& relative);

@@ -143,6 +143,10 @@ outcome<void> validate(const root_spec& spec) {
     if (s.points_to.empty())
       return logic_failure("root spec: symlink '" + s.path + "' points nowhere");
   }
+  for (const auto& m : spec.masked)
+    if (!normalised_absolute(m))
+      return logic_failure("root spec: masked path '" + m +
+                           "' is not a normalised absolute path (and not '/')");
   if (!spec.workdir.empty() && spec.workdir.front() != '/')
     return logic_failure("root spec: workdir '" + spec.workdir + "' is not absolute");
   return {};
@@ -224,6 +228,24 @@ outcome<root_report> build_root(const root_spec& spec) {
     if (auto r = mount_tmpfs(root + t.target, t.size_bytes, t.mode, t.exec); !r)
       return at("tmpfs", r.error());
     report.mounted.push_back(t.target + " (tmpfs " + mib(t.size_bytes) + ")");
+  }
+
+  // 5b. Masks, over what the binds and tmpfs mounts brought in.
+  if (!spec.masked.empty()) {
+    const std::string empty_file = root + "/.castellan-masked";
+    unique_fd f(::open(empty_file.c_str(), O_CREAT | O_EXCL | O_WRONLY | O_NOFOLLOW | O_CLOEXEC,
+                       0));
+    if (!f)
+      return at("mask", errno_failure("create " + empty_file));
+    for (const auto& m : spec.masked) {
+      auto done = mask_path(root, m, empty_file);
+      if (!done)
+        return at("mask", done.error());
+      if (*done == mask_outcome::missing)
+        report.skipped.push_back(m + " (masked path missing)");
+      else
+        report.mounted.push_back(m + " (masked)");
+    }
   }
 
   // 6. Generated files.

@@ -57,6 +57,10 @@ struct root_spec {
   std::vector<tmpfs_mount> tmpfs;
   std::vector<generated_file> files;
   std::vector<symlink_entry> symlinks;
+  /// Paths inside the root hidden behind an inaccessible cover (mask_path in
+  /// mounts.hpp) once the binds and tmpfs mounts are in place: what the
+  /// policy denies to read below a directory it binds. Missing ones are skipped.
+  std::vector<std::string> masked;
   bool proc = true;        ///< a fresh /proc for the worker's pid namespace
   bool proc_hide_pids = true;
   bool proc_subset_pid = true;
@@ -69,7 +73,7 @@ struct root_spec {
 /// What build_root did.
 struct root_report {
   std::vector<std::string> mounted; ///< "/usr (bind ro)", "/tmp (tmpfs 64 MiB)", …
-  std::vector<std::string> skipped; ///< optional binds whose source is missing
+  std::vector<std::string> skipped; ///< optional binds whose source is missing, masks with no target
   std::string proc_options = "not mounted";
   bool read_only = false;
   std::string hostname;

@@ -54,6 +54,7 @@ json root_json(const root_spec& r) {
           {"tmpfs", tmpfs},
           {"files", files},
           {"symlinks", links},
+          {"masked", r.masked},
           {"proc", r.proc},
           {"proc_hide_pids", r.proc_hide_pids},
           {"proc_subset_pid", r.proc_subset_pid},
@@ -272,6 +273,14 @@ void read_root(const json& j, const std::string& path, root_spec& r, std::string
     x.string("points_to", s.points_to);
     x.finish();
     r.symlinks.push_back(s);
+  });
+  r.masked.clear();
+  o.array("masked", [&](const json& e, const std::string& p) {
+    if (!e.is_string()) {
+      o.fail(p, "expected a string");
+      return;
+    }
+    r.masked.push_back(e.get<std::string>());
   });
   o.boolean("proc", r.proc);
   o.boolean("proc_hide_pids", r.proc_hide_pids);

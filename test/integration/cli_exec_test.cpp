@@ -90,6 +90,43 @@ BOOST_AUTO_TEST_CASE(castellan_errors_exit_2_with_a_message) {
   BOOST_TEST(missing_file.err.find("/nonexistent.py") != std::string::npos);
 }
 
+BOOST_AUTO_TEST_CASE(a_denied_read_below_a_bound_directory_is_covered) {
+  // The default policy plus one deny: Python's xml package, inside /usr,
+  // which the sandbox binds read-only for the interpreter.
+  std::ifstream in(castellan::test::source_dir() + "/policies/default.json");
+  auto doc = nlohmann::json::parse(in);
+  doc["fs"]["rules"].push_back(
+    {{"action", "deny"}, {"path", "/usr/lib/python3*/xml"}, {"perms", {"read_file", "read_dir"}}});
+  char path[] = "/tmp/castellan-deny-read-XXXXXX.json";
+  const int fd = ::mkstemps(path, 5);
+  BOOST_REQUIRE(fd >= 0);
+  ::close(fd);
+  std::ofstream(path) << doc.dump();
+  const std::string code = R"PY(
+import os, sys
+xml = "/usr/lib/python3.%d/xml" % sys.version_info[1]
+def attempt(f, denied=PermissionError):
+    try:
+        f()
+        return "allowed"
+    except denied:
+        return "denied"
+print(attempt(lambda: open(xml + "/__init__.py").read()),
+      attempt(lambda: os.listdir(xml)),
+      attempt(lambda: __import__("xml.dom"), ImportError),  # the finder cannot see it
+      attempt(lambda: open(os.path.dirname(xml) + "/json/__init__.py").read()))
+)PY";
+  auto r = cli({"exec", "--json", "--policy", path, code});
+  ::unlink(path);
+  BOOST_REQUIRE_MESSAGE(r.exit_code == 0, r.out + r.err);
+  auto j = nlohmann::json::parse(r.out);
+  BOOST_TEST(j["stdout"] == "denied denied denied allowed\n");
+  bool reported = false;
+  for (const auto& m : j["enforcement"]["root"]["mounted"])
+    reported = reported || m.get<std::string>().find("/xml (masked)") != std::string::npos;
+  BOOST_TEST(reported, j["enforcement"]["root"].dump());
+}
+
 BOOST_AUTO_TEST_SUITE_END()
 
 BOOST_AUTO_TEST_SUITE(cli_run)

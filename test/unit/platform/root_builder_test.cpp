@@ -4,12 +4,15 @@
 #include <boost/test/unit_test.hpp>
 
 #include <fcntl.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <fstream>
 
 #include "child_process.hpp"
+#include "platform/linux/capabilities.hpp"
 #include "platform/linux/file_io.hpp"
 #include "platform/linux/root_builder.hpp"
 #include "sandbox_helpers.hpp"
@@ -175,6 +178,61 @@ BOOST_AUTO_TEST_CASE(workspace_is_writable_and_shared_with_the_host) {
   ::rmdir(dir.c_str());
 }
 
+BOOST_AUTO_TEST_CASE(masked_paths_cannot_be_read_below_a_read_only_bind) {
+  // A host tree bound at /data: a secret directory, a secret file, a public
+  // file, and a symlink that points at the secret file through the root.
+  const std::string dir = temp_dir();
+  BOOST_REQUIRE(!dir.empty());
+  BOOST_REQUIRE_EQUAL(::chmod(dir.c_str(), 0755), 0);
+  BOOST_REQUIRE_EQUAL(::mkdir((dir + "/secret").c_str(), 0755), 0);
+  std::ofstream(dir + "/secret/key") << "k";
+  std::ofstream(dir + "/token") << "t";
+  std::ofstream(dir + "/public") << "p";
+  BOOST_REQUIRE_EQUAL(::symlink("/data/token", (dir + "/alias").c_str()), 0);
+  for (const char* f : {"/secret/key", "/token", "/public"})
+    BOOST_REQUIRE_EQUAL(::chmod((dir + f).c_str(), 0644), 0);
+  root_spec spec = default_root_spec();
+  spec.binds.push_back({dir, "/data", false, false, false, false});
+  spec.masked = {"/data/secret", "/data/token", "/data/absent"};
+  auto body = [&]() -> std::string {
+    auto report = build_root(spec);
+    if (!report)
+      return "build_root: " + report.error().describe();
+    std::string err;
+    auto has = [](const std::vector<std::string>& v, const std::string& s) {
+      return std::find(v.begin(), v.end(), s) != v.end();
+    };
+    if (!has(report->mounted, "/data/secret (masked)") ||
+        !has(report->mounted, "/data/token (masked)"))
+      err += "the masks are not reported as mounted\n";
+    if (!has(report->skipped, "/data/absent (masked path missing)"))
+      err += "the missing mask is not reported as skipped\n";
+    // As the code runs: without capabilities. The covers belong to this
+    // uid, so only their read-only mounts stop it from changing their mode.
+    if (auto dropped = drop_capabilities(); !dropped)
+      return err + "drop_capabilities: " + dropped.error().describe();
+    err += expect_errno("chmod the directory mask", ::chmod("/data/secret", 0755), EROFS);
+    err += expect_errno("chmod the file mask", ::chmod("/data/token", 0644), EROFS);
+    err += expect_errno("open /data/secret/key", ::open("/data/secret/key", O_RDONLY), EACCES);
+    err += expect_errno("list /data/secret", ::open("/data/secret", O_RDONLY | O_DIRECTORY),
+                        EACCES);
+    err += expect_errno("open /data/token", ::open("/data/token", O_RDONLY), EACCES);
+    err += expect_errno("open /data/alias (a symlink to the mask)",
+                        ::open("/data/alias", O_RDONLY), EACCES);
+    err += expect_errno("unmount the mask", ::umount2("/data/token", MNT_DETACH), EPERM);
+    const int pub = ::open("/data/public", O_RDONLY | O_CLOEXEC);
+    err += expect_ok("open /data/public", pub);
+    if (pub >= 0)
+      ::close(pub);
+    return err;
+  };
+  castellan::test::check(castellan::test::run_sandboxed(castellan::test::all_namespaces(), body));
+  for (const char* f : {"/secret/key", "/token", "/public", "/alias"})
+    ::unlink((dir + f).c_str());
+  ::rmdir((dir + "/secret").c_str());
+  ::rmdir(dir.c_str());
+}
+
 BOOST_AUTO_TEST_CASE(writable_root_and_missing_sources) {
   root_spec spec = default_root_spec();
   spec.read_only = false;
@@ -226,6 +284,11 @@ BOOST_AUTO_TEST_CASE(bad_paths_are_refused_before_any_mount) {
   BOOST_TEST(!validate(spec)); // /proc is the fresh procfs
   spec.binds.clear();
   spec.symlinks = {{"/bin/", "usr/bin"}};
+  BOOST_TEST(!validate(spec));
+  spec.symlinks.clear();
+  spec.masked = {"/"};
+  BOOST_TEST(!validate(spec)); // the root itself cannot be covered
+  spec.masked = {"/data/../etc"};
   BOOST_TEST(!validate(spec));
   BOOST_TEST(static_cast<bool>(validate(default_root_spec())));
 }
