@@ -449,6 +449,17 @@ void syscall_mediator::decide_open(mediated_worker& w, call& c, mediation_result
     if (d.verdict == pol::action::deny) {
       if (!optimistic)
         return deny(canon, d);
+      // A read the kernel refuses by itself (a path covered in the root,
+      // DAC) reveals nothing: it ends with the kernel's errno, as without
+      // the supervisor. Only a read that would succeed ends the worker; the
+      // probe's fd is closed here, never injected.
+      if (!o_path) {
+        unique_fd probe(::open(("/proc/self/fd/" + std::to_string(opath.get())).c_str(),
+                               static_cast<int>(O_RDONLY | O_CLOEXEC | O_NONBLOCK |
+                                                (flags & O_DIRECTORY))));
+        if (!probe)
+          return fail(errno);
+      }
       (void)platform::pidfd_signal(w.pidfd, SIGKILL);
       w.killed = true;
       (void)listener.respond_error(n.id, EACCES);

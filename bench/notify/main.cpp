@@ -12,6 +12,7 @@
 ///
 /// Usage: bench_notify [opens]   (default 20000)
 
+#include <fcntl.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
