@@ -13,6 +13,7 @@
 #include <caf/type_id.hpp>
 
 #include "actors/exec_messages.hpp"
+#include "actors/cancel_messages.hpp"
 #include "actors/errors.hpp"
 // -- per-actor message headers (policy, audit, telemetry, …) -------------------
 // [messages-includes]
@@ -90,6 +91,11 @@ CAF_BEGIN_TYPE_ID_BLOCK(castellan, caf::first_custom_type_id)
   CAF_ADD_TYPE_ID(castellan, (castellan::ring_fill))
   CAF_ADD_ATOM(castellan, castellan, metrics_atom, "metrics")
   CAF_ADD_ATOM(castellan, castellan, summary_atom, "summary")
+
+  // -- cancel (actors/cancel_messages.hpp) --------------------------------------
+  // [messages-cancel]
+  CAF_ADD_TYPE_ID(castellan, (castellan::cancel_outcome))
+  CAF_ADD_TYPE_ID(castellan, (castellan::cancel_reply))
 
   // -- seccomp user notification (actors/mediation_messages.hpp) ---------------
   // [messages-mediation]

@@ -29,19 +29,29 @@ outcome<int> parse_fd(std::string_view name, const std::string& text) {
 } // namespace
 
 const char* to_string(harness_mode mode) noexcept {
-  return mode == harness_mode::oneshot ? "oneshot" : "reuse";
+  switch (mode) {
+    case harness_mode::oneshot:
+      return "oneshot";
+    case harness_mode::fork:
+      return "fork";
+    case harness_mode::reuse:
+      break;
+  }
+  return "reuse";
 }
 
 std::string usage() {
   return "usage: castellan-worker --segment-fd N --to-worker-fd N --to-supervisor-fd N\n"
-         "                        --harness PATH [--python PATH] [--mode reuse|oneshot]\n"
+         "                        --harness PATH [--python PATH] [--mode reuse|fork|oneshot]\n"
          "\n"
          "  --segment-fd N        inherited memfd holding both rings (docs/wire.md)\n"
          "  --to-worker-fd N      inherited eventfd the supervisor rings\n"
          "  --to-supervisor-fd N  inherited eventfd the worker rings\n"
          "  --harness PATH        castellan_harness.py\n"
          "  --python PATH         the interpreter (default /usr/bin/python3)\n"
-         "  --mode MODE           reuse (default): serve until SHUTDOWN; oneshot: one request\n"
+         "  --mode MODE           reuse (default): serve until SHUTDOWN, fresh globals per\n"
+         "                        request; fork: serve until SHUTDOWN, each request in a\n"
+         "                        process forked from the warm harness; oneshot: one request\n"
          "  --sandbox-spec-fd N   inherited sealed memfd with the sandbox spec: become PID 1\n"
          "                        of the sandbox (build the root, then Landlock and seccomp\n"
          "                        for the harness); --harness is a path inside that root\n"
@@ -112,10 +122,12 @@ outcome<options> parse_options(int argc, const char* const* argv) {
     } else { // --mode
       if (value == "reuse")
         opts.mode = harness_mode::reuse;
+      else if (value == "fork")
+        opts.mode = harness_mode::fork;
       else if (value == "oneshot")
         opts.mode = harness_mode::oneshot;
       else
-        return logic_failure("--mode: '" + value + "' is not one of reuse, oneshot");
+        return logic_failure("--mode: '" + value + "' is not one of reuse, fork, oneshot");
     }
   }
   if (!have_segment)

@@ -13,6 +13,7 @@ namespace castellan::worker {
 enum class harness_mode : unsigned char {
   reuse,   ///< serve requests until SHUTDOWN (fresh globals for each)
   oneshot, ///< serve one request, then exit 0
+  fork,    ///< serve requests until SHUTDOWN, each in a child forked from the warm harness
 };
 
 /// The parsed command line. Every field is set after a successful parse.
@@ -33,7 +34,7 @@ struct options {
   bool help = false; ///< --help: print usage and exit 0
 };
 
-/// The wire name of a mode ("reuse", "oneshot").
+/// The wire name of a mode ("reuse", "fork", "oneshot").
 const char* to_string(harness_mode mode) noexcept;
 
 /// Parses `argv[1..argc)`. A failure's message says which argument is wrong

@@ -15,6 +15,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 
 #include <caf/all.hpp>
 #include <openssl/evp.h>
@@ -34,9 +35,14 @@ using clock_type = std::chrono::steady_clock;
 
 /// Exit codes castellan reports for executions it ended itself.
 constexpr int32_t timeout_exit_code = 124;
+constexpr int32_t cancelled_exit_code = 125;
 constexpr int32_t refused_exit_code = 1;
 /// A worker killed for a denied optimistic read: 128 + SIGKILL.
 constexpr int32_t policy_kill_exit_code = 137;
+
+/// How many finished exec ids a pool remembers, so that a late cancel can
+/// say "already finished" rather than "unknown".
+constexpr std::size_t finished_ids_kept = 4096;
 
 /// Backoff after a worker fails to start, so a broken interpreter does not
 /// turn into a fork loop.
@@ -62,7 +68,8 @@ struct pending_exec {
   clock_type::time_point dispatched;
   exec_result result;
   uint32_t request_id = 0;
-  uint64_t serial = 0; ///< unique per dispatch: what the deadline refers to
+  uint64_t serial = 0; ///< unique per accepted request: what its deadline refers to
+  clock_type::time_point deadline;
 };
 
 struct worker_slot {
@@ -71,6 +78,7 @@ struct worker_slot {
   std::optional<pending_exec> current;
   uint32_t next_request_id = 1;
   uint32_t execs = 0;
+  std::optional<uint64_t> idle_tasks; ///< cgroup tasks when it became ready
   uint64_t cpu_us = 0;  ///< CPU of all its execs so far (the telemetry counter)
   bool killed = false;  ///< we sent SIGKILL; waiting for the exit
   std::string stop_reason;
@@ -89,6 +97,9 @@ struct pool_state {
   uint64_t spawned = 0;
   uint64_t completed = 0;
   uint64_t lost = 0;
+  /// Recently answered exec ids, oldest first (see finished_ids_kept).
+  std::deque<uint64_t> finished_ids;
+  std::set<uint64_t> finished_lookup;
   uint32_t spawn_failures = 0; ///< consecutive
   bool refill_scheduled = false;
   bool shutting_down = false;
@@ -150,20 +161,38 @@ void observe(pool_ptr self, const exec_result& r) {
                            r.exit_code, r.timing, r.usage, r.detail, now_ns()});
 }
 
+void remember_finished(pool_ptr self, uint64_t exec_id) {
+  auto& st = self->state;
+  if (!st.finished_lookup.insert(exec_id).second)
+    return;
+  st.finished_ids.push_back(exec_id);
+  if (st.finished_ids.size() > finished_ids_kept) {
+    st.finished_lookup.erase(st.finished_ids.front());
+    st.finished_ids.pop_front();
+  }
+}
+
 void finish(pool_ptr self, pending_exec& p) {
+  if (p.serial != 0 && self->state.events)
+    self->state.events->disarm_deadline(p.serial);
   p.result.timing.run_us = micros(clock_type::now() - p.dispatched);
   observe(self, p.result);
+  remember_finished(self, p.result.exec_id);
   p.rp.deliver(std::move(p.result));
   ++self->state.completed;
 }
 
 /// Answers a request that never reached a worker.
-void refuse(pool_ptr self, pending_exec& p, error_class cls, std::string detail) {
+void refuse(pool_ptr self, pending_exec& p, error_class cls, std::string detail,
+            int32_t exit_code = refused_exit_code) {
+  if (p.serial != 0 && self->state.events)
+    self->state.events->disarm_deadline(p.serial);
   p.result.error = cls;
-  p.result.exit_code = refused_exit_code;
+  p.result.exit_code = exit_code;
   p.result.detail = std::move(detail);
   p.result.timing.queue_us = micros(clock_type::now() - p.arrived);
   observe(self, p.result);
+  remember_finished(self, p.result.exec_id);
   p.rp.deliver(std::move(p.result));
 }
 
@@ -242,10 +271,17 @@ void salvage_output(pool_ptr self, worker_slot& slot) {
 /// `cls`; the slot goes away when the process exit is observed.
 void terminate(pool_ptr self, uint64_t id, worker_slot& slot, error_class cls, int32_t exit_code,
                std::string detail) {
+  // Kill first: the exec stops consuming anything now, and its output so far
+  // is still in the (mapped) ring to salvage.
+  const bool kill_now = !slot.killed;
+  if (kill_now) {
+    const auto report = slot.ch->kill();
+    spdlog::debug("pool {}: worker {} killed: {}", self->state.cfg.name, id, report.describe());
+  }
   if (slot.current) {
     // After a policy kill nothing more the worker wrote is trusted into the
     // result: only what was collected before the violation stays.
-    if (!slot.killed && cls != error_class::policy_kill)
+    if (kill_now && cls != error_class::policy_kill)
       salvage_output(self, slot);
     auto& p = *slot.current;
     p.result.error = cls;
@@ -258,11 +294,10 @@ void terminate(pool_ptr self, uint64_t id, worker_slot& slot, error_class cls, i
   }
   auto& idle = self->state.idle;
   idle.erase(std::remove(idle.begin(), idle.end(), id), idle.end());
-  if (!slot.killed) {
+  if (kill_now) {
     count(self, cls == error_class::ok ? metric_names::worker_recycles : metric_names::worker_kills);
     slot.killed = true;
     slot.stop_reason = std::move(detail);
-    slot.ch->kill();
   }
 }
 
@@ -271,7 +306,6 @@ void start_exec(pool_ptr self, uint64_t id, worker_slot& slot, pending_exec p) {
   p.result.timing.queue_us = micros(p.dispatched - p.arrived);
   p.result.worker_id = id;
   p.request_id = slot.next_request_id++;
-  p.serial = self->state.next_serial++;
   outcome<void> sent;
   if (p.req.argv.empty()) {
     sent = slot.ch->send(ipc::message_type::code, p.request_id, p.req.code);
@@ -290,7 +324,6 @@ void start_exec(pool_ptr self, uint64_t id, worker_slot& slot, pending_exec p) {
               "worker " + std::to_string(id) + ": " + sent.error().describe());
     return;
   }
-  const uint64_t timeout_ms = p.req.timeout_ms ? p.req.timeout_ms : self->state.cfg.default_timeout_ms;
   if (const auto& cfg = self->state.cfg; cfg.audit) {
     const bool code_mode = p.req.argv.empty();
     post_audit(self, cfg.audit, cfg.audit_backlog,
@@ -298,18 +331,35 @@ void start_exec(pool_ptr self, uint64_t id, worker_slot& slot, pending_exec p) {
                             code_mode ? sha256_hex(p.req.code) : std::string{},
                             code_mode ? p.req.code.size() : 0, p.req.argv, now_ns()});
   }
-  const uint64_t serial = p.serial;
   slot.current = std::move(p);
   slot.state = worker_state::running;
   publish(self, id, slot);
-  self->delayed_send(self, std::chrono::milliseconds(timeout_ms), deadline_atom::value, id,
-                     serial);
+}
+
+uint64_t timeout_ms_of(pool_ptr self, const exec_request& req) {
+  return req.timeout_ms ? req.timeout_ms : self->state.cfg.default_timeout_ms;
+}
+
+/// Answers a queued request whose deadline passed before a worker was free.
+void expire_queued(pool_ptr self, std::deque<pending_exec>::iterator it) {
+  auto& st = self->state;
+  pending_exec p = std::move(*it);
+  st.queue.erase(it);
+  refuse(self, p, error_class::timeout,
+         "deadline of " + std::to_string(timeout_ms_of(self, p.req)) +
+           " ms reached while queued (no worker was free)",
+         timeout_exit_code);
 }
 
 /// Hands queued requests to idle workers.
 void dispatch(pool_ptr self) {
   auto& st = self->state;
   while (!st.queue.empty() && !st.idle.empty()) {
+    if (st.queue.front().deadline <= clock_type::now()) {
+      // Its timer is due; never start an exec whose time is up.
+      expire_queued(self, st.queue.begin());
+      continue;
+    }
     const uint64_t id = st.idle.front();
     st.idle.pop_front();
     auto it = st.workers.find(id);
@@ -323,8 +373,17 @@ void dispatch(pool_ptr self) {
 
 /// A worker finished its exec: back to the idle queue, or retired.
 void complete(pool_ptr self, uint64_t id, worker_slot& slot) {
-  slot.current->result.usage = slot.ch->exec_usage();
-  slot.current->result.enforcement = slot.ch->enforcement();
+  auto& r = slot.current->result;
+  r.usage = slot.ch->exec_usage();
+  r.enforcement = slot.ch->enforcement();
+  // The OOM killer may have taken a process of the exec (the fork-mode
+  // child, or one the code started) while the harness lived to report.
+  const bool oom = slot.ch->oom_killed();
+  if (oom) {
+    r.error = error_class::oom;
+    r.detail = "out of memory: the cgroup's memory limit (" +
+               std::to_string(self->state.cfg.limits.memory_bytes) + " bytes) was hit";
+  }
   if (const auto& cfg = self->state.cfg; cfg.telemetry) {
     const auto& usage = slot.current->result.usage;
     slot.cpu_us += usage.cpu_us;
@@ -334,6 +393,19 @@ void complete(pool_ptr self, uint64_t id, worker_slot& slot) {
   slot.current.reset();
   ++slot.execs;
   auto& st = self->state;
+  // Processes or threads the exec left behind would carry its state into
+  // the next one (and hold pids): such a worker is replaced, not reused.
+  if (const auto now = slot.ch->tasks(); now && slot.idle_tasks && *now > *slot.idle_tasks) {
+    terminate(self, id, slot, error_class::ok, 0,
+              "the exec left " + std::to_string(*now - *slot.idle_tasks) +
+                " task(s) behind (" + std::to_string(*now) + " in the cgroup, " +
+                std::to_string(*slot.idle_tasks) + " when idle)");
+    return;
+  }
+  if (oom) {
+    terminate(self, id, slot, error_class::ok, 0, "replaced after an out-of-memory kill");
+    return;
+  }
   if (st.cfg.recycle_after != 0 && slot.execs >= st.cfg.recycle_after) {
     terminate(self, id, slot, error_class::ok, 0, "recycled after " + std::to_string(slot.execs) +
                                                     " execs");
@@ -353,6 +425,7 @@ outcome<void> on_frame(pool_ptr self, uint64_t id, worker_slot& slot, ipc::frame
       if (slot.state != worker_state::starting)
         return logic_failure("READY while " + to_string(slot.state));
       slot.state = worker_state::ready;
+      slot.idle_tasks = slot.ch->tasks();
       self->state.spawn_failures = 0;
       publish(self, id, slot);
       self->state.idle.push_back(id);
@@ -472,6 +545,46 @@ void on_exited(pool_ptr self, uint64_t id) {
     refill(self);
 }
 
+cancel_reply cancel(pool_ptr self, uint64_t exec_id) {
+  auto& st = self->state;
+  cancel_reply reply;
+  reply.exec_id = exec_id;
+  reply.pool = st.cfg.name;
+  for (auto& [id, slot] : st.workers) {
+    if (!slot.current || slot.current->req.exec_id != exec_id)
+      continue;
+    terminate(self, id, slot, error_class::cancelled, cancelled_exit_code,
+              "cancelled by request after " +
+                std::to_string(micros(clock_type::now() - slot.current->dispatched) / 1000) +
+                " ms");
+    reply.outcome = cancel_outcome::cancelled_running;
+    reply.detail = "exec " + std::to_string(exec_id) + " was running on worker " +
+                   std::to_string(id) + ": the worker was killed";
+    dispatch(self);
+    return reply;
+  }
+  for (auto it = st.queue.begin(); it != st.queue.end(); ++it) {
+    if (it->req.exec_id != exec_id)
+      continue;
+    pending_exec p = std::move(*it);
+    st.queue.erase(it);
+    refuse(self, p, error_class::cancelled, "cancelled by request while queued",
+           cancelled_exit_code);
+    reply.outcome = cancel_outcome::cancelled_queued;
+    reply.detail = "exec " + std::to_string(exec_id) + " was queued: it never ran";
+    return reply;
+  }
+  if (st.finished_lookup.count(exec_id) != 0) {
+    reply.outcome = cancel_outcome::already_finished;
+    reply.detail = "exec " + std::to_string(exec_id) + " had already finished";
+  } else {
+    reply.outcome = cancel_outcome::unknown;
+    reply.pool.clear();
+    reply.detail = "pool " + st.cfg.name + " has no record of exec " + std::to_string(exec_id);
+  }
+  return reply;
+}
+
 /// A decided system call of worker `id`: into the running exec's events
 /// (they reach audit with its result), or straight to audit when no exec is
 /// running (start-up) or the exec has too many already.
@@ -582,6 +695,13 @@ pool_actor::behavior_type pool_impl(pool_ptr self, pool_config cfg) {
         return p.rp;
       }
       p.req = std::move(req);
+      // The deadline counts from here, queue wait included: a caller's
+      // timeout bounds when it gets its answer. It runs on the pool's ring
+      // (an io_uring timeout at an absolute time) rather than a CAF timer,
+      // so it fires on the event source thread with no scheduler in the way.
+      p.serial = s.next_serial++;
+      p.deadline = p.arrived + std::chrono::milliseconds(timeout_ms_of(self, p.req));
+      s.events->arm_deadline(0, p.serial, p.deadline);
       auto rp = p.rp;
       s.queue.push_back(std::move(p));
       dispatch(self);
@@ -593,16 +713,27 @@ pool_actor::behavior_type pool_impl(pool_ptr self, pool_config cfg) {
     [=](syscall_denied& d) { on_policy_event(self, d.worker_id, std::move(d.event)); },
     [=](policy_warning& w) { on_policy_event(self, w.worker_id, std::move(w.event)); },
     [=](optimistic_violation& v) { on_optimistic_violation(self, v); },
-    [=](deadline_atom, uint64_t id, uint64_t serial) {
-      auto it = self->state.workers.find(id);
-      if (it == self->state.workers.end() || !it->second.current ||
-          it->second.current->serial != serial)
-        return; // finished in time
-      const auto& p = *it->second.current;
-      const uint64_t ms = p.req.timeout_ms ? p.req.timeout_ms : self->state.cfg.default_timeout_ms;
-      terminate(self, id, it->second, error_class::timeout, timeout_exit_code,
-                "deadline of " + std::to_string(ms) + " ms reached");
+    [=](deadline_atom, uint64_t, uint64_t serial) {
+      // By serial: the timer was armed when the request was accepted, before
+      // it had a worker.
+      auto& s = self->state;
+      for (auto& [id, slot] : s.workers) {
+        if (!slot.current || slot.current->serial != serial)
+          continue;
+        terminate(self, id, slot, error_class::timeout, timeout_exit_code,
+                  "deadline of " + std::to_string(timeout_ms_of(self, slot.current->req)) +
+                    " ms reached");
+        return;
+      }
+      for (auto it = s.queue.begin(); it != s.queue.end(); ++it) {
+        if (it->serial == serial) {
+          expire_queued(self, it);
+          return;
+        }
+      }
+      // Finished in time (its disarm was still on its way).
     },
+    [=](cancel_atom, uint64_t exec_id) -> cancel_reply { return cancel(self, exec_id); },
     [=](gauge_tick_atom) {
       auto& s = self->state;
       if (!s.cfg.telemetry)
@@ -641,6 +772,20 @@ pool_actor::behavior_type pool_impl(pool_ptr self, pool_config cfg) {
 }
 
 } // namespace
+
+const char* to_string(exec_mode m) noexcept {
+  return m == exec_mode::fork ? "fork" : "reuse";
+}
+
+bool from_string(std::string_view text, exec_mode& out) noexcept {
+  if (text == "reuse")
+    out = exec_mode::reuse;
+  else if (text == "fork")
+    out = exec_mode::fork;
+  else
+    return false;
+  return true;
+}
 
 outcome<pool_config> resolve_pool_config(pool_config cfg) {
   if (cfg.worker_binary.empty() || cfg.harness.empty()) {

@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 
 #include <caf/actor.hpp>
 #include <caf/actor_system.hpp>
@@ -38,8 +39,12 @@ using pool_actor = caf::typed_actor<
   caf::reacts_to<syscall_denied>,
   caf::reacts_to<policy_warning>,
   caf::reacts_to<optimistic_violation>,
-  // From the pool itself: the deadline of dispatch `serial` on worker `id` passed.
+  // From the pool's event source thread (its ring timer): the deadline of
+  // dispatch `serial` on worker `id` passed.
   caf::reacts_to<deadline_atom, uint64_t, uint64_t>,
+  // Cancels exec `exec_id`: kills its worker if it runs, drops it if it is
+  // queued; a no-op answer for one that finished or is unknown.
+  caf::replies_to<cancel_atom, uint64_t>::with<cancel_reply>,
   // From the pool itself: retry starting workers after a failure.
   caf::reacts_to<refill_atom>,
   // From the pool itself: publish the gauges (occupancy, ring fill) to telemetry.
@@ -49,6 +54,18 @@ using pool_actor = caf::typed_actor<
 
 /// Who hears about a pool's worker state transitions (the supervisor).
 using worker_state_listener = caf::typed_actor<caf::reacts_to<worker_state_event>>;
+
+/// How a pool's workers run each exec (both stateless: sessions that keep
+/// state on purpose are another feature).
+enum class exec_mode : uint8_t {
+  reuse, ///< the warm interpreter runs each exec in a fresh globals namespace (fastest)
+  fork,  ///< a warm, pre-imported zygote forks a clean child per exec: nothing leaks
+};
+
+/// "reuse" / "fork".
+const char* to_string(exec_mode m) noexcept;
+/// Parses "reuse" / "fork"; false if neither.
+bool from_string(std::string_view text, exec_mode& out) noexcept;
 
 /// How a pool is set up. The defaults are what `castellan exec` uses.
 struct pool_config {
@@ -64,6 +81,7 @@ struct pool_config {
   uint64_t code_limit = 512u << 10;  ///< larger code is refused (limit_exceeded)
   uint64_t default_timeout_ms = 30000;
   uint32_t recycle_after = 0;        ///< execs per worker before replacement (0: never)
+  exec_mode mode = exec_mode::reuse; ///< how each exec runs in a worker
   bool worker_stderr = false;        ///< pass workers' own diagnostics to our stderr
   /// How workers are isolated: the Linux sandbox (namespaces, root, Landlock,
   /// seccomp, a cgroup per worker) by default; `none` (plain processes) only

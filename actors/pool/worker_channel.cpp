@@ -13,6 +13,7 @@
 #include "platform/linux/file_io.hpp"
 #include "platform/linux/pidfd.hpp"
 #include "platform/linux/sandbox_spec.hpp"
+#include "platform/linux/worker_kill.hpp"
 #include "platform/spawn_worker.hpp"
 
 namespace castellan {
@@ -121,7 +122,8 @@ outcome<std::unique_ptr<worker_channel>> worker_channel::start(uint64_t id,
                "--to-worker-fd", std::to_string(to_worker_child_fd),
                "--to-supervisor-fd", std::to_string(to_supervisor_child_fd),
                "--python", cfg.python,
-               "--harness", sandboxed ? sandboxed_harness_path(cfg.harness) : cfg.harness};
+               "--harness", sandboxed ? sandboxed_harness_path(cfg.harness) : cfg.harness,
+               "--mode", to_string(cfg.mode)};
   spec.env = {"PATH=/usr/local/bin:/usr/bin:/bin", "LANG=C.UTF-8", "HOME=/tmp"};
   spec.fds = {{devnull.get(), 0},
               {devnull.get(), 1},
@@ -189,6 +191,7 @@ outcome<std::unique_ptr<worker_channel>> worker_channel::start(uint64_t id,
         mem_dir, mem_v1 ? "memory.max_usage_in_bytes" : "memory.peak", O_RDWR);
       ch->oom_fd_ = open_cgroup_file(mem_dir, mem_v1 ? "memory.oom_control" : "memory.events",
                                      O_RDONLY);
+      ch->pids_fd_ = open_cgroup_file(ch->cgroup_->directory_of("pids"), "pids.current", O_RDONLY);
     }
   } else if (cfg.isolation != platform::isolation_mode::none) {
     return logic_failure(what + ": unknown isolation mode");
@@ -265,6 +268,8 @@ void worker_channel::note_ready(std::string_view payload) {
 void worker_channel::begin_exec() noexcept {
   if (!cgroup_)
     return;
+  if (auto base = read_cgroup_value(oom_fd_.get(), "oom_kill"))
+    oom_base_ = *base;
   if (memory_peak_fd_)
     (void)!::pwrite(memory_peak_fd_.get(), cgroup_v2_ ? "reset" : "0", cgroup_v2_ ? 5 : 1, 0);
   cpu_base_us_ = 0;
@@ -285,6 +290,10 @@ resource_usage worker_channel::exec_usage() const noexcept {
   return u;
 }
 
+std::optional<uint64_t> worker_channel::tasks() const noexcept {
+  return read_cgroup_value(pids_fd_.get(), nullptr);
+}
+
 bool worker_channel::oom_killed() const noexcept {
   auto now = read_cgroup_value(oom_fd_.get(), "oom_kill");
   return now && *now > oom_base_;
@@ -297,14 +306,18 @@ worker_channel::~worker_channel() {
   (void)platform::pidfd_reap(pidfd_.get());
 }
 
-void worker_channel::kill() noexcept {
+platform::worker_kill_report worker_channel::kill() noexcept {
   if (reaped_ || pid_ <= 0)
-    return;
-  (void)platform::pidfd_signal(pidfd_.get(), SIGKILL);
-  // castellan-worker leads its own process group: this reaches the harness
-  // and whatever it started, unless they left the group (the pid namespace of
-  // the isolated backend closes that gap).
-  ::kill(-pid_, SIGKILL);
+    return {};
+  // The cgroup reaches every task however it forked; SIGKILL to
+  // castellan-worker, the init of the sandbox's pid namespace, makes the
+  // kernel kill everything in that namespace; and castellan-worker leads its
+  // own process group, the only reach for an unsandboxed worker.
+  platform::worker_kill_target target;
+  target.init_pidfd = pidfd_.get();
+  target.process_group = pid_;
+  target.cgroup = cgroup_ ? &*cgroup_ : nullptr;
+  return platform::kill_worker_tree(target);
 }
 
 std::string worker_channel::reap() noexcept {

@@ -20,6 +20,7 @@
 #include "ipc/segment.hpp"
 #include "ipc/unique_fd.hpp"
 #include "platform/linux/cgroups.hpp"
+#include "platform/linux/worker_kill.hpp"
 
 namespace castellan {
 
@@ -67,11 +68,19 @@ public:
   /// COMMAND was sent (zeros without a cgroup).
   resource_usage exec_usage() const noexcept;
 
-  /// True when the cgroup's OOM killer struck since the worker started.
+  /// True when the cgroup's OOM killer struck since the last CODE or
+  /// COMMAND was sent.
   bool oom_killed() const noexcept;
 
-  /// SIGKILL to the worker and everything in its process group.
-  void kill() noexcept;
+  /// Tasks (processes and threads) in the worker's cgroup now; nullopt
+  /// without a pids controller. The pool compares it with the idle count
+  /// after each exec: more means the exec left something running.
+  std::optional<uint64_t> tasks() const noexcept;
+
+  /// SIGKILL to every process of the worker (platform/linux/worker_kill.hpp:
+  /// its cgroup, its pid namespace's init, its process group). Does not wait:
+  /// the pidfd reports the exit.
+  platform::worker_kill_report kill() noexcept;
 
   /// Reaps the process once it has exited; a description of how it ended.
   std::string reap() noexcept;
@@ -103,6 +112,7 @@ private:
   unique_fd cpu_usage_fd_;   ///< cpuacct.usage (ns) or cpu.stat
   unique_fd memory_peak_fd_; ///< memory.max_usage_in_bytes or memory.peak
   unique_fd oom_fd_;         ///< memory.oom_control or memory.events
+  unique_fd pids_fd_;        ///< pids.current
   bool cgroup_v2_ = false;
   uint64_t cpu_base_us_ = 0;
   uint64_t oom_base_ = 0;

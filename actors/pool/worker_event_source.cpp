@@ -20,8 +20,15 @@ namespace castellan {
 
 namespace {
 
-// user_data = (id << 3) | tag. Ids start at 1, so the wake fd (id 0) is distinct.
-enum tag : uint64_t { wake_tag = 0, doorbell_tag = 1, pidfd_tag = 2, control_tag = 3, notify_tag = 4 };
+// user_data = (id << 3) | tag, where id is the worker id, or for a deadline
+// the dispatch serial. Ids start at 1, so the wake fd (id 0) is distinct.
+// Bit 63 marks the completion of a removal (poll or timeout), which only
+// makes the loop look at its command queue.
+enum tag : uint64_t {
+  wake_tag = 0, doorbell_tag = 1, pidfd_tag = 2, deadline_tag = 3, control_tag = 4, notify_tag = 5
+};
+
+constexpr uint64_t removal_mark = uint64_t{1} << 63;
 
 constexpr uint64_t encode(uint64_t id, tag t) noexcept {
   return (id << 3) | t;
@@ -86,11 +93,27 @@ void worker_event_source::unwatch(uint64_t id) {
   post({command::kind::unwatch, id, -1, -1, -1});
 }
 
-void worker_event_source::post(command cmd) {
+void worker_event_source::arm_deadline(uint64_t id, uint64_t serial,
+                                       std::chrono::steady_clock::time_point when) {
+  command cmd{command::kind::arm, id, -1, -1, -1};
+  cmd.serial = serial;
+  cmd.when_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(when.time_since_epoch()).count();
+  post(cmd);
+}
+
+void worker_event_source::disarm_deadline(uint64_t serial) {
+  command cmd{command::kind::disarm, 0, -1, -1, -1};
+  cmd.serial = serial;
+  post(cmd, false);
+}
+
+void worker_event_source::post(command cmd, bool wake) {
   {
     std::lock_guard<std::mutex> guard(mtx_);
     pending_.push_back(cmd);
   }
+  if (!wake)
+    return;
   // The wake eventfd is ours alone; a failure here means the counter is
   // saturated, which only happens if millions of commands are unserved.
   if (auto ok = wake_.ring(); !ok)
@@ -119,6 +142,12 @@ void worker_event_source::arm_pidfd(uint64_t id, int fd) {
   io_uring_sqe* sqe = ring_.next_sqe();
   io_uring_prep_poll_add(sqe, fd, POLLIN);
   io_uring_sqe_set_data64(sqe, encode(id, pidfd_tag));
+}
+
+void worker_event_source::arm_timer(uint64_t serial, deadline_timer& t) {
+  io_uring_sqe* sqe = ring_.next_sqe();
+  io_uring_prep_timeout(sqe, &t.when, 0, IORING_TIMEOUT_ABS);
+  io_uring_sqe_set_data64(sqe, encode(serial, deadline_tag));
 }
 
 void worker_event_source::arm_control(uint64_t id, int fd) {
@@ -203,8 +232,25 @@ void worker_event_source::apply(const command& cmd, bool& running) {
         io_uring_prep_poll_remove(sqe, encode(cmd.id, t));
         // The removal's own completion is uninteresting: tag it as the wake fd
         // so the loop only re-checks its command queue.
-        io_uring_sqe_set_data64(sqe, encode(0, wake_tag) | (uint64_t{1} << 63));
+        io_uring_sqe_set_data64(sqe, encode(0, wake_tag) | removal_mark);
       }
+      break;
+    }
+    case command::kind::arm: {
+      deadline_timer t{cmd.id, {}};
+      t.when.tv_sec = cmd.when_ns / 1'000'000'000;
+      t.when.tv_nsec = cmd.when_ns % 1'000'000'000;
+      auto [it, fresh] = deadlines_.emplace(cmd.serial, t);
+      if (fresh)
+        arm_timer(cmd.serial, it->second);
+      break;
+    }
+    case command::kind::disarm: {
+      if (deadlines_.erase(cmd.serial) == 0)
+        break; // fired already
+      io_uring_sqe* sqe = ring_.next_sqe();
+      io_uring_prep_timeout_remove(sqe, encode(cmd.serial, deadline_tag), 0);
+      io_uring_sqe_set_data64(sqe, encode(0, wake_tag) | removal_mark);
       break;
     }
     case command::kind::stop:
@@ -225,18 +271,16 @@ void worker_event_source::run() {
     io_uring_cqe* cqe = nullptr;
     unsigned head;
     unsigned seen = 0;
-    bool check_commands = false;
     io_uring_for_each_cqe(ring_.get(), head, cqe) {
       ++seen;
       const uint64_t data = io_uring_cqe_get_data64(cqe);
-      if (data >> 63) // completion of a poll removal
+      if (data & removal_mark)
         continue;
       const uint64_t id = data >> 3;
       const bool more = (cqe->flags & IORING_CQE_F_MORE) != 0;
       switch (static_cast<tag>(data & 7)) {
         case wake_tag:
           wake_.drain();
-          check_commands = true;
           if (!more)
             arm_wake();
           break;
@@ -280,12 +324,26 @@ void worker_event_source::run() {
             break;
           tell_pool(exited_atom::value, id);
           break;
+        case deadline_tag: {
+          // -ETIME: the time came. -ECANCELED: removed by a disarm.
+          if (cqe->res != -ETIME)
+            break;
+          auto it = deadlines_.find(id);
+          if (it == deadlines_.end())
+            break; // disarmed while the completion was on its way
+          const uint64_t worker = it->second.worker_id;
+          deadlines_.erase(it);
+          tell_pool(deadline_atom::value, worker, id);
+          break;
+        }
         default:
           break;
       }
     }
     io_uring_cq_advance(ring_.get(), seen);
-    if (check_commands) {
+    // Lazy disarms are posted without a wake: take the queue on every
+    // wake-up, not only the wake fd's.
+    {
       {
         std::lock_guard<std::mutex> guard(mtx_);
         batch.swap(pending_);

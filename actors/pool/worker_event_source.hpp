@@ -3,14 +3,15 @@
 /// @file worker_event_source.hpp
 /// The pool's event source: one thread that owns the pool's io_uring ring and
 /// turns kernel events into messages to the pool — a worker's doorbell rang,
-/// a worker's process exited. Blocking on the ring never blocks a CAF
-/// scheduler thread.
+/// a worker's process exited, an exec's deadline passed. Blocking on the ring
+/// never blocks a CAF scheduler thread.
 
+#include <chrono>
 #include <cstdint>
 #include <map>
 #include <memory>
-#include <optional>
 #include <mutex>
+#include <optional>
 #include <thread>
 #include <vector>
 
@@ -42,24 +43,38 @@ public:
   /// Starts watching worker `id`: its doorbell eventfd (multishot poll; the
   /// thread clears the counter before it tells the pool) and its pidfd (one
   /// poll: readable once the process has exited). The fds must stay open
-  /// until `unwatch(id)`; thread-safe. `control_fd` (-1: none) is the
-  /// worker's control socket: the thread receives the worker's seccomp
-  /// listener there, then decides every notification on it (see
-  /// syscall_mediator.hpp) and tells the pool about denials, warnings and
-  /// optimistic kills.
+  /// until `unwatch(id)`; thread-safe.
+  /// `control_fd` (-1: none) is the worker's control socket: the thread
+  /// receives the worker's seccomp listener there, then decides every
+  /// notification on it (syscall_mediator.hpp) and tells the pool about
+  /// denials, warnings and optimistic kills.
   void watch(uint64_t id, int doorbell_fd, int pidfd, int control_fd = -1);
 
   /// Stops watching worker `id`; thread-safe. Events already in flight may
   /// still arrive: the pool ignores ids it no longer knows (ids are never reused).
   void unwatch(uint64_t id);
 
+  /// Arms the deadline of dispatch `serial` on worker `id`: an io_uring
+  /// timeout at the absolute time `when` (CLOCK_MONOTONIC, which is
+  /// steady_clock), after which the pool receives
+  /// `deadline_atom, id, serial`. Thread-safe.
+  void arm_deadline(uint64_t id, uint64_t serial, std::chrono::steady_clock::time_point when);
+
+  /// Drops the deadline of dispatch `serial` (its exec ended). Lazy: the
+  /// thread is not woken for it and removes the timer at its next wake-up;
+  /// a deadline that fires before then still reaches the pool, which
+  /// ignores serials that are no longer running. Thread-safe.
+  void disarm_deadline(uint64_t serial);
+
 private:
   struct command {
-    enum class kind : uint8_t { watch, unwatch, stop } what;
+    enum class kind : uint8_t { watch, unwatch, stop, arm, disarm } what;
     uint64_t id;
     int doorbell_fd;
     int pidfd;
     int control_fd;
+    uint64_t serial = 0;
+    int64_t when_ns = 0; ///< arm: CLOCK_MONOTONIC
   };
 
   /// What the thread keeps per worker.
@@ -68,14 +83,22 @@ private:
     mediated_worker mediated; ///< pidfd, control fd, listener once received
   };
 
+  /// An armed deadline. The timespec is read by the kernel when the SQE is
+  /// submitted, so it lives here (map nodes do not move) until then.
+  struct deadline_timer {
+    uint64_t worker_id;
+    __kernel_timespec when;
+  };
+
   worker_event_source(caf::weak_actor_ptr pool, platform::uring ring, ipc::doorbell wake,
                       std::shared_ptr<const policy::compiled_policy> policy);
-  void post(command cmd);
+  void post(command cmd, bool wake = true);
   void run();
   void apply(const command& cmd, bool& running);
   void arm_doorbell(uint64_t id, int fd);
   void arm_pidfd(uint64_t id, int fd);
   void arm_wake();
+  void arm_timer(uint64_t serial, deadline_timer& t);
   void arm_control(uint64_t id, int fd);
   void arm_notify(uint64_t id, int fd);
   void on_control(uint64_t id, watched& w);
@@ -92,6 +115,8 @@ private:
   /// The workers, touched only by the thread.
   std::map<uint64_t, watched> workers_;
   std::optional<syscall_mediator> mediator_; ///< only with a policy; only the thread uses it
+  /// Armed deadlines by dispatch serial, touched only by the thread.
+  std::map<uint64_t, deadline_timer> deadlines_;
 };
 
 } // namespace castellan

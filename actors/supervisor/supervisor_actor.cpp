@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <map>
 #include <memory>
+#include <deque>
 #include <set>
 
 #include <caf/all.hpp>
@@ -27,6 +28,12 @@ struct supervisor_state {
   telemetry_actor telemetry;
   audit_actor audit; ///< null when nothing is audited
   uint64_t next_exec_id = 1;
+  /// Execs routed and not yet answered: exec id → pool name, so that a
+  /// cancel goes to the one pool that has the exec.
+  std::map<uint64_t, std::string> in_flight;
+  /// Recently answered exec ids (bounded), for "already finished" answers.
+  std::set<uint64_t> finished;
+  std::deque<uint64_t> finished_order;
   bool shutting_down = false;
 };
 
@@ -67,6 +74,21 @@ void on_down(supervisor_ptr self, const caf::down_msg& msg) {
   }
 }
 
+/// How many answered exec ids the supervisor remembers for cancel answers.
+constexpr std::size_t finished_ids_kept = 4096;
+
+void forget_exec(supervisor_ptr self, uint64_t exec_id) {
+  auto& st = self->state;
+  st.in_flight.erase(exec_id);
+  if (!st.finished.insert(exec_id).second)
+    return;
+  st.finished_order.push_back(exec_id);
+  if (st.finished_order.size() > finished_ids_kept) {
+    st.finished.erase(st.finished_order.front());
+    st.finished_order.pop_front();
+  }
+}
+
 /// The audit and telemetry actors a supervisor starts its pools with.
 struct observers {
   telemetry_actor telemetry;
@@ -96,10 +118,54 @@ supervisor_actor::behavior_type supervisor_impl(supervisor_ptr self, supervisor_
         return make_error(castellan_errc::no_such_pool, "exec: no pool named '" + name + "'");
       if (!it->second.handle)
         return make_error(castellan_errc::spawn_failed, "exec: pool '" + name + "' is down");
-      if (req.exec_id == 0)
+      if (req.exec_id == 0) {
+        // Skip ids a client chose itself that are still running.
+        while (s.in_flight.count(s.next_exec_id) != 0)
+          ++s.next_exec_id;
         req.exec_id = s.next_exec_id++;
-      // The pool answers the requester directly.
-      return self->delegate(it->second.handle, exec_atom::value, std::move(req));
+      } else if (s.in_flight.count(req.exec_id) != 0) {
+        return make_error(castellan_errc::invalid_request,
+                          "exec: exec_id " + std::to_string(req.exec_id) + " is already running");
+      }
+      const uint64_t exec_id = req.exec_id;
+      s.in_flight.emplace(exec_id, name);
+      // Not a delegate: the supervisor has to see the answer to know the
+      // exec is no longer in flight (the cancel route).
+      auto rp = self->make_response_promise<exec_result>();
+      self->request(it->second.handle, caf::infinite, exec_atom::value, std::move(req))
+        .then(
+          [=](exec_result& r) mutable {
+            forget_exec(self, exec_id);
+            rp.deliver(std::move(r));
+          },
+          [=](caf::error& err) mutable {
+            forget_exec(self, exec_id);
+            rp.deliver(std::move(err));
+          });
+      return rp;
+    },
+    [=](cancel_atom, uint64_t exec_id) -> caf::result<cancel_reply> {
+      auto& s = self->state;
+      auto it = s.in_flight.find(exec_id);
+      if (it == s.in_flight.end()) {
+        cancel_reply reply;
+        reply.exec_id = exec_id;
+        const bool done = s.finished.count(exec_id) != 0;
+        reply.outcome = done ? cancel_outcome::already_finished : cancel_outcome::unknown;
+        reply.detail = "exec " + std::to_string(exec_id) +
+                       (done ? " had already finished" : " is not known to the supervisor");
+        return reply;
+      }
+      auto pool = s.pools.find(it->second);
+      if (pool == s.pools.end() || !pool->second.handle) {
+        cancel_reply reply;
+        reply.exec_id = exec_id;
+        reply.pool = it->second;
+        reply.outcome = cancel_outcome::unknown;
+        reply.detail = "pool '" + it->second + "' of exec " + std::to_string(exec_id) + " is down";
+        return reply;
+      }
+      return self->delegate(pool->second.handle, cancel_atom::value, exec_id);
     },
     [=](status_atom) -> caf::result<std::vector<pool_status>> {
       auto& s = self->state;

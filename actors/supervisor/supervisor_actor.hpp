@@ -24,6 +24,9 @@ namespace castellan {
 using supervisor_actor = caf::typed_actor<
   // Runs a request on the pool it names (the first pool when it names none).
   caf::replies_to<exec_atom, exec_request>::with<exec_result>,
+  // Cancels a running or queued exec on the pool that has it; a no-op answer
+  // (already_finished / unknown) otherwise, never an error.
+  caf::replies_to<cancel_atom, uint64_t>::with<cancel_reply>,
   // The status of every pool.
   caf::replies_to<status_atom>::with<std::vector<pool_status>>,
   // The pool of that name, for callers that want to skip the routing hop.

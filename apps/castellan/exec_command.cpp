@@ -22,6 +22,7 @@
 #include "platform/install_layout.hpp"
 #include "apps/castellan/cli_context.hpp"
 #include "apps/castellan/duration.hpp"
+#include "apps/castellan/interrupt_canceller.hpp"
 
 namespace castellan::cli {
 
@@ -35,6 +36,7 @@ struct exec_options {
   bool worker_stderr = false;
   std::string policy;               ///< empty: policies/default.json
   std::string isolation = "sandbox"; ///< "sandbox" or "none"
+  std::string mode = "reuse";       ///< "reuse" or "fork" (pool_config::mode)
   std::string audit_log;            ///< write this run's audit records here
   // code mode
   std::string code;
@@ -59,6 +61,10 @@ void add_common_flags(CLI::App* cmd, exec_options& o) {
                   "sandbox (default: namespaces, Landlock, seccomp, cgroups) or none "
                   "(plain processes, for development)")
     ->check(CLI::IsMember({"sandbox", "none"}));
+  cmd->add_option("--mode", o.mode,
+                  "reuse (default: the warm interpreter, fresh globals per exec) or fork (a "
+                  "child forked from the warm interpreter per exec: nothing leaks between execs)")
+    ->check(CLI::IsMember({"reuse", "fork"}));
 }
 
 /// Writes all of `data` to `fd` (stdout/stderr carry arbitrary bytes).
@@ -106,6 +112,9 @@ int run_request(const exec_options& o, exec_request req) {
     }
     req.timeout_ms = *ms;
   }
+  // Ctrl-C cancels the exec (interrupt_canceller) instead of killing the
+  // CLI: SIGINT is blocked before the actor system starts its threads.
+  sigint_block block_sigint;
   caf::actor_system_config cfg;
   prepare_actor_system_config(cfg);
   caf::actor_system sys{cfg};
@@ -115,6 +124,7 @@ int run_request(const exec_options& o, exec_request req) {
   pc.size = o.pool_size;
   pc.python = o.python;
   pc.worker_stderr = o.worker_stderr;
+  from_string(o.mode, pc.mode);
   // The policy: --policy, else the pre-built default; `extends` by name
   // resolves in the policies directory.
   auto layout = platform::find_install_layout();
@@ -163,13 +173,19 @@ int run_request(const exec_options& o, exec_request req) {
   int rc = usage_exit_code;
   {
     caf::scoped_actor self{sys};
-    self->request(*sup, caf::infinite, exec_atom::value, std::move(req))
-      .receive(
+    // The CLI names its one exec, so that a cancel can refer to it.
+    req.exec_id = 1;
+    auto pending = self->request(*sup, caf::infinite, exec_atom::value, std::move(req));
+    {
+      // Started after the request is queued: a cancel queues behind it.
+      interrupt_canceller canceller(sys, *sup, 1);
+      pending.receive(
         [&](exec_result& r) {
           print_result(r, o.json);
           rc = r.exit_code;
         },
         [&](caf::error& err) { std::cerr << "castellan: " << sys.render(err) << "\n"; });
+    }
     if (!o.audit_log.empty())
       self->request(*sup, std::chrono::seconds(30), audit_flush_atom::value)
         .receive([](audit_stats&) {},

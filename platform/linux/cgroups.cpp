@@ -538,61 +538,61 @@ bool worker_cgroup::reset_peak_memory() noexcept {
   return static_cast<bool>(write_text_file(file, m->version == cgroup_version::v1 ? "0" : "reset"));
 }
 
+outcome<worker_cgroup::signal_pass> worker_cgroup::signal_all() noexcept {
+  signal_pass pass;
+  try {
+    const std::string v2 = v2_directory();
+    if (!v2.empty() && path_exists(v2 + "/cgroup.kill")) {
+      if (auto r = write_text_file(v2 + "/cgroup.kill", "1"); !r)
+        return r.error().wrap("cgroup: kill");
+      pass.method = "cgroup.kill";
+      return pass;
+    }
+    const node* freezer = node_for("freezer");
+    const bool freeze = freezer && freezer->version == cgroup_version::v1;
+    // Freezing is asynchronous; writing FROZEN is enough for our purpose:
+    // from here on a task the freezer reaches stops, and a child forked
+    // meanwhile is born freezing. A SIGKILL sent to a frozen task is acted on
+    // at the thaw.
+    if (freeze)
+      if (auto r = write_text_file(freezer->dir + "/freezer.state", "FROZEN"); !r)
+        return r.error().wrap("cgroup: freeze");
+    auto victims = pids();
+    if (victims)
+      for (pid_t p : *victims)
+        if (::kill(p, SIGKILL) == 0)
+          ++pass.tasks;
+    if (freeze)
+      if (auto r = write_text_file(freezer->dir + "/freezer.state", "THAWED"); !r)
+        return r.error().wrap("cgroup: thaw");
+    if (!victims)
+      return victims.error();
+    pass.method = freeze ? "freezer" : "kill-loop";
+    return pass;
+  } catch (const std::bad_alloc&) {
+    return logic_failure("cgroup: kill: out of memory");
+  }
+}
+
 outcome<void> worker_cgroup::kill_all(std::chrono::milliseconds timeout) {
   using clock = std::chrono::steady_clock;
   const auto deadline = clock::now() + timeout;
-  auto wait_empty = [&]() -> outcome<void> {
-    for (;;) {
-      auto left = pids();
-      if (!left)
-        return left.error();
-      if (left->empty())
-        return {};
-      if (clock::now() >= deadline)
-        return logic_failure("cgroup: " + std::to_string(left->size()) +
-                             " task(s) still alive after the kill (first pid " +
-                             std::to_string(left->front()) + ")");
-      std::this_thread::sleep_for(std::chrono::milliseconds(2));
-    }
-  };
-  const std::string v2 = v2_directory();
-  if (!v2.empty() && path_exists(v2 + "/cgroup.kill")) {
-    if (auto r = write_text_file(v2 + "/cgroup.kill", "1"); !r)
-      return r.error().wrap("cgroup: kill");
-    return wait_empty();
-  }
-  const node* freezer = node_for("freezer");
   for (;;) {
-    if (freezer && freezer->version == cgroup_version::v1) {
-      // Frozen tasks cannot fork or exit: the pid list is exact while we kill.
-      if (auto r = write_text_file(freezer->dir + "/freezer.state", "FROZEN"); !r)
-        return r.error().wrap("cgroup: freeze");
-      while (clock::now() < deadline) {
-        auto state = read_text_file(freezer->dir + "/freezer.state", 64);
-        if (state && state->rfind("FROZEN", 0) == 0)
-          break;
-        std::this_thread::sleep_for(std::chrono::milliseconds(1));
-      }
-    }
-    auto victims = pids();
-    if (!victims)
-      return victims.error();
-    for (pid_t p : *victims)
-      ::kill(p, SIGKILL);
-    if (freezer && freezer->version == cgroup_version::v1)
-      if (auto r = write_text_file(freezer->dir + "/freezer.state", "THAWED"); !r)
-        return r.error().wrap("cgroup: thaw");
-    if (victims->empty())
+    auto pass = signal_all();
+    if (!pass)
+      return pass.error();
+    auto left = pids();
+    if (!left)
+      return left.error();
+    if (left->empty())
       return {};
-    // Unfrozen, a fork may have raced the kill: go round until empty.
-    for (int i = 0; i < 50; ++i) {
-      auto left = pids();
-      if (left && left->empty())
-        return {};
-      std::this_thread::sleep_for(std::chrono::milliseconds(2));
-    }
     if (clock::now() >= deadline)
-      return wait_empty();
+      return logic_failure("cgroup: " + std::to_string(left->size()) +
+                           " task(s) still alive after the kill (first pid " +
+                           std::to_string(left->front()) + ")");
+    // Killed tasks leave cgroup.procs once they have exited; until then
+    // they are listed (and signalled again, which is harmless).
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
 }
 

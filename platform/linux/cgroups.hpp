@@ -135,8 +135,22 @@ public:
   /// cgroup's lifetime peak). false when the peak could not be reset.
   bool reset_peak_memory() noexcept;
 
-  /// Kills every task: v2 cgroup.kill; v1 freeze (when the freezer is
-  /// there), SIGKILL every pid, thaw. Waits until the cgroup is empty.
+  /// How one pass of signal_all() reached the tasks.
+  struct signal_pass {
+    const char* method = "none"; ///< "cgroup.kill", "freezer" or "kill-loop"
+    std::size_t tasks = 0;       ///< pids signalled (v1; cgroup.kill does not say)
+  };
+
+  /// One pass that sends SIGKILL to every task without waiting for any of
+  /// them to die, so that it can run on a thread that must not block: v2
+  /// writes cgroup.kill (atomic, forks included); v1 freezes the cgroup
+  /// (when the freezer is there: frozen tasks cannot fork past the pid
+  /// list), SIGKILLs every pid in cgroup.procs and thaws. Without a freezer a
+  /// fork can race the pid list: call again (or kill_all) until empty.
+  outcome<signal_pass> signal_all() noexcept;
+
+  /// Kills every task (signal_all() until cgroup.procs is empty) and waits
+  /// until the cgroup is empty, at most `timeout`.
   outcome<void> kill_all(std::chrono::milliseconds timeout = std::chrono::seconds(5));
 
   /// Removes the directories (and any child cgroups), retrying while tasks

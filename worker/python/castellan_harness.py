@@ -3,12 +3,19 @@
 Started by castellan-worker as
 
     python3 -I -S -B castellan_harness.py --segment-fd N --to-worker-fd N
-            --to-supervisor-fd N [--mode reuse|oneshot]
+            --to-supervisor-fd N [--mode reuse|fork|oneshot]
 
 it loads once, sends READY, then serves CODE / COMMAND / SHUTDOWN frames from
 the supervisor (docs/wire.md). User code runs in a fresh __main__ module each
 time; its stdout and stderr (Python-level and fd-level) come back as
 STDOUT/STDERR frames, then one RESULT frame.
+
+In `fork` mode the loaded, pre-imported harness is a zygote: each CODE runs
+in a child forked for it, which reports its outcome on a private pipe and
+exits, so nothing the code did (modules imported, globals, open files,
+threads, signal handlers, memory) survives into the next exec. Only the
+zygote touches the wire; the child's output reaches it through the fd 1/2
+pumps.
 
 Exit codes: 0 after SHUTDOWN (or after the request in oneshot mode), 2 for a
 bad command line, 3 for a broken wire. Nothing user code does is meant to end
@@ -30,6 +37,7 @@ finally:
 import builtins
 import functools
 import ctypes
+import gc
 import io
 import json
 import linecache
@@ -524,6 +532,144 @@ class Harness:
             except Exception:
                 pass
 
+    # --- CODE in a forked child (fork mode) -------------------------------------------
+
+    def run_code_forked(self, request_id, source):
+        self._prepare(request_id)
+        result_r, result_w = os.pipe()
+        try:
+            pid = os.fork()
+        except OSError as e:
+            os.close(result_r)
+            os.close(result_w)
+            self._send_stderr(f"castellan: cannot fork the exec's process: {e.strerror}\n")
+            self.send_result(request_id, 1, {"type": "OSError", "message": str(e),
+                                             "traceback": ""})
+            return
+        if pid == 0:
+            os.close(result_r)
+            self._child_run(source, result_w)  # never returns
+        os.close(result_w)
+        report = self._collect_report(pid, result_r)
+        os.close(result_r)
+        _, status = os.waitpid(pid, 0)
+        exit_code, exception, exit_message = 1, None, None
+        try:
+            body = json.loads(report.decode("utf-8")) if report else None
+        except ValueError:
+            body = None
+        if isinstance(body, dict):
+            # The child ran user code: its report is checked, not trusted.
+            exit_code = body.get("exit_code")
+            if not isinstance(exit_code, int) or not -2**31 <= exit_code < 2**31:
+                exit_code = 1
+            exception = body.get("exception")
+            if exception is not None and not (
+                    isinstance(exception, dict)
+                    and set(exception) == {"type", "message", "traceback"}
+                    and all(isinstance(v, str) for v in exception.values())):
+                exception = None
+            exit_message = body.get("exit_message")
+            if not isinstance(exit_message, str):
+                exit_message = None
+        elif os.WIFSIGNALED(status):
+            sig = os.WTERMSIG(status)
+            exit_code = 128 + sig
+            exit_message = f"castellan: the exec's process was killed by signal {sig}\n"
+        elif os.WIFEXITED(status):
+            # os._exit() in the code: its status is the exec's exit code.
+            exit_code = os.WEXITSTATUS(status)
+        self._collect_output()
+        if exit_message is not None:
+            self._send_stderr(exit_message)
+        self.send_result(request_id, exit_code, exception)
+
+    def _collect_report(self, pid, result_r):
+        """The child's report, read until the child has exited. Not until
+        EOF: a process the code forked may hold the pipe open forever."""
+        report = bytearray()
+        os.set_blocking(result_r, False)
+        pidfd = os.pidfd_open(pid)
+        try:
+            poller = select.poll()
+            poller.register(result_r, select.POLLIN)
+            poller.register(pidfd, select.POLLIN)
+            open_pipe = True
+            while True:
+                exited = False
+                for fd, _ in poller.poll():
+                    if fd == pidfd:
+                        exited = True
+                    elif open_pipe and not self._read_some(result_r, report):
+                        open_pipe = False
+                        poller.unregister(result_r)
+                if exited:
+                    if open_pipe:
+                        self._read_some(result_r, report)
+                    return bytes(report)
+        finally:
+            os.close(pidfd)
+
+    @staticmethod
+    def _read_some(fd, into):
+        """Appends what `fd` holds now; False at EOF."""
+        while True:
+            try:
+                chunk = os.read(fd, 65536)
+            except BlockingIOError:
+                return True
+            if not chunk:
+                return False
+            into += chunk
+
+    def _child_run(self, source, result_w):
+        """The forked child: runs the code and reports (exit code, exception)
+        as JSON on `result_w`. Its stdout/stderr writers already go to fd
+        1/2 (in_forked_child), which the zygote's pumps drain."""
+        me = os.getpid()
+        exit_code, exception, exit_message = 0, None, None
+        try:
+            main = types.ModuleType("__main__")
+            main.__dict__["__builtins__"] = builtins
+            text = source.decode("utf-8", "replace")
+            linecache.cache["<exec>"] = (len(text), None, text.splitlines(True), "<exec>")
+            sys.modules["__main__"] = main
+            try:
+                code = compile(source, "<exec>", "exec", dont_inherit=True)
+                self.state = USER
+                exec(code, main.__dict__)
+            finally:
+                self.state = FINISHING
+                self._pending_interrupt = False
+        except SystemExit as e:
+            exit_code, exit_message = _system_exit_code(e)
+        except BaseException as e:  # noqa: B902 — everything user code raises is reported
+            exit_code, exception = 1, _describe_exception(e)
+        try:
+            for writer in (self.out, self.err, sys.stdout, sys.stderr):
+                try:
+                    if writer is not None and not writer.closed:
+                        writer.flush()
+                except Exception:
+                    pass
+            try:
+                self._libc.fflush(None)
+            except Exception:
+                pass
+            if os.getpid() != me:
+                # A process the code forked, returning from it: only the
+                # exec's own process reports.
+                if exit_message is not None:
+                    os.write(2, exit_message.encode("utf-8", "backslashreplace"))
+                os._exit(exit_code & 0xFF)
+            body = {"exit_code": exit_code, "exception": exception, "exit_message": exit_message}
+            payload = json.dumps(body, ensure_ascii=False).encode("utf-8", "backslashreplace")
+            view = memoryview(payload)
+            while view:
+                view = view[os.write(result_w, view):]
+        finally:
+            os._exit(0)
+
     def serve(self):
         ready = {"pid": os.getpid(), "interpreter": "%d.%d.%d" % sys.version_info[:3],
                  "mode": self.mode}
@@ -540,7 +686,9 @@ class Harness:
                 self._die_of(t.signum)
             self.state = FINISHING
             mtype, request_id, payload = frame
-            if mtype == wire.CODE:
+            if mtype == wire.CODE and self.mode == "fork":
+                self.run_code_forked(request_id, payload)
+            elif mtype == wire.CODE:
                 self.run_code(request_id, payload)
             elif mtype == wire.COMMAND:
                 self.run_command(request_id, payload)
@@ -717,8 +865,8 @@ def _parse_args(argv):
         if not values[name].isdigit():
             raise ValueError(f"{name}: {values[name]!r} is not a file descriptor number")
         fds.append(int(values[name]))
-    if values["--mode"] not in ("reuse", "oneshot"):
-        raise ValueError(f"--mode: {values['--mode']!r} is not one of reuse, oneshot")
+    if values["--mode"] not in ("reuse", "fork", "oneshot"):
+        raise ValueError(f"--mode: {values['--mode']!r} is not one of reuse, fork, oneshot")
     control = values["--control-fd"]
     if control is not None and not control.isdigit():
         raise ValueError(f"--control-fd: {control!r} is not a file descriptor number")
@@ -761,6 +909,12 @@ def main(argv):
             PolicyDenials(control_fd).install()
         except OSError as e:
             sys.stderr.write(f"castellan-harness: control socket: {e}\n")
+    if mode == "fork":
+        # What the zygote holds now is shared with every child; keeping the
+        # collector off these objects spares the children copying their
+        # pages when a collection would touch them.
+        gc.collect()
+        gc.freeze()
     harness.serve()
     return 0
 

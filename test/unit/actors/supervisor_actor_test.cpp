@@ -132,4 +132,46 @@ BOOST_AUTO_TEST_CASE(bad_configurations_are_refused) {
   BOOST_TEST(r.error().message.find("used twice") != std::string::npos);
 }
 
+BOOST_AUTO_TEST_CASE(cancel_is_routed_to_the_pool_running_the_exec) {
+  auto sup = start({named("alpha"), named("beta")});
+  exec_request req;
+  req.code = "import time\nprint('running', flush=True)\ntime.sleep(60)";
+  req.pool = "beta";
+  req.exec_id = 77;
+  self->send(sup, exec_atom::value, req);
+  auto cancel = [&](uint64_t id) {
+    cancel_reply out;
+    self->request(sup, 10s, cancel_atom::value, id)
+      .receive([&](cancel_reply& r) { out = r; },
+               [&](caf::error& e) { BOOST_FAIL("cancel: " << sys.render(e)); });
+    return out;
+  };
+  // Until a worker of beta runs it, the cancel may find it queued; both
+  // answer the exec 'cancelled'.
+  std::this_thread::sleep_for(300ms);
+  auto reply = cancel(77);
+  BOOST_TEST((reply.outcome == cancel_outcome::cancelled_running ||
+              reply.outcome == cancel_outcome::cancelled_queued),
+             reply.detail);
+  BOOST_TEST(reply.pool == "beta");
+  exec_result r;
+  self->receive([&](exec_result& x) { r = std::move(x); },
+                caf::after(30s) >> [] { BOOST_FAIL("no result"); });
+  BOOST_TEST(r.exec_id == 77u);
+  BOOST_TEST((r.error == error_class::cancelled));
+  BOOST_TEST(r.exit_code == 125);
+  BOOST_TEST((cancel(77).outcome == cancel_outcome::already_finished));
+  BOOST_TEST((cancel(12345).outcome == cancel_outcome::unknown));
+  // A client-chosen id still in flight is refused rather than confused.
+  exec_request again;
+  again.code = "import time; time.sleep(5)";
+  again.exec_id = 78;
+  self->send(sup, exec_atom::value, again);
+  bool refused = false;
+  self->request(sup, 10s, exec_atom::value, again)
+    .receive([&](exec_result&) {}, [&](caf::error&) { refused = true; });
+  BOOST_TEST(refused);
+  BOOST_TEST((cancel(78).outcome != cancel_outcome::unknown));
+}
+
 BOOST_AUTO_TEST_SUITE_END()

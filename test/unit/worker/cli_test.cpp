@@ -98,7 +98,7 @@ BOOST_AUTO_TEST_CASE(bad_mode) {
   args.insert(args.end(), {"--mode", "forever"});
   auto r = run_worker_cli(args, w.fds());
   BOOST_TEST(r.exit.code == 2);
-  BOOST_TEST(contains(r.err, "--mode: 'forever' is not one of reuse, oneshot"));
+  BOOST_TEST(contains(r.err, "--mode: 'forever' is not one of reuse, fork, oneshot"));
 }
 
 BOOST_AUTO_TEST_CASE(fd_not_open) {

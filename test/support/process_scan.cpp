@@ -1,0 +1,66 @@
+#include "support/process_scan.hpp"
+
+#include <dirent.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdlib>
+#include <fstream>
+#include <thread>
+
+namespace castellan::test {
+
+namespace {
+
+std::vector<std::string> numeric_entries(const std::string& dir) {
+  std::vector<std::string> out;
+  DIR* d = ::opendir(dir.c_str());
+  if (d == nullptr)
+    return out;
+  while (dirent* e = ::readdir(d)) {
+    const std::string name = e->d_name;
+    if (!name.empty() && name.find_first_not_of("0123456789") == std::string::npos)
+      out.push_back(name);
+  }
+  ::closedir(d);
+  return out;
+}
+
+} // namespace
+
+std::string unique_task_name(const char* prefix) {
+  static std::atomic<unsigned> counter{0};
+  std::string name = std::string(prefix) + std::to_string(::getpid() % 100000) + "x" +
+                     std::to_string(counter++ % 1000);
+  return name.substr(0, 15);
+}
+
+std::string python_set_task_name(const std::string& name) {
+  return "import ctypes as _c\n_c.CDLL(None).prctl(15, b'" + name + "', 0, 0, 0)\ndel _c\n";
+}
+
+std::vector<pid_t> tasks_named(const std::string& name) {
+  std::vector<pid_t> found;
+  for (const auto& pid : numeric_entries("/proc")) {
+    for (const auto& tid : numeric_entries("/proc/" + pid + "/task")) {
+      std::ifstream in("/proc/" + pid + "/task/" + tid + "/comm");
+      std::string comm;
+      if (std::getline(in, comm) && comm == name)
+        found.push_back(static_cast<pid_t>(std::atoi(tid.c_str())));
+    }
+  }
+  return found;
+}
+
+std::vector<pid_t> wait_until_no_task_named(const std::string& name, int timeout_ms) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+  for (;;) {
+    auto left = tasks_named(name);
+    if (left.empty() || std::chrono::steady_clock::now() >= deadline)
+      return left;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+}
+
+} // namespace castellan::test

@@ -1,0 +1,29 @@
+#pragma once
+
+/// @file process_scan.hpp
+/// Finds tasks by name across the whole machine: how a test proves that no
+/// process or thread of a killed worker survived. The code under test names
+/// its tasks with prctl(PR_SET_NAME) (inherited by forks and threads), and
+/// the test looks for that name in every /proc/<pid>/task/<tid>/comm.
+
+#include <sys/types.h>
+
+#include <string>
+#include <vector>
+
+namespace castellan::test {
+
+/// A name of at most 15 characters, unique to this test process and call.
+std::string unique_task_name(const char* prefix = "ck");
+
+/// Python that gives the calling process that name (put it first in the code).
+std::string python_set_task_name(const std::string& name);
+
+/// Thread ids (host pid namespace) whose comm is exactly `name`.
+std::vector<pid_t> tasks_named(const std::string& name);
+
+/// Waits (polling, at most `timeout_ms`) until no task has that name; the
+/// tasks still there when it gives up. Killed tasks take a moment to exit.
+std::vector<pid_t> wait_until_no_task_named(const std::string& name, int timeout_ms = 5000);
+
+} // namespace castellan::test
