@@ -21,6 +21,7 @@
 #include "actors/audit/audit_messages.hpp"
 #include "actors/telemetry/telemetry_messages.hpp"
 #include "actors/proxy/proxy_messages.hpp"
+#include "actors/mediation_messages.hpp"
 
 CAF_BEGIN_TYPE_ID_BLOCK(castellan, caf::first_custom_type_id)
 
@@ -102,5 +103,10 @@ CAF_BEGIN_TYPE_ID_BLOCK(castellan, caf::first_custom_type_id)
   CAF_ADD_TYPE_ID(castellan, (castellan::egress_link))
   CAF_ADD_TYPE_ID(castellan, (castellan::egress_status))
   CAF_ADD_ATOM(castellan, castellan, egress_detach_atom, "eg_detach")
+  // -- seccomp user notification (actors/mediation_messages.hpp) ---------------
+  // [messages-mediation]
+  CAF_ADD_TYPE_ID(castellan, (castellan::syscall_denied))
+  CAF_ADD_TYPE_ID(castellan, (castellan::policy_warning))
+  CAF_ADD_TYPE_ID(castellan, (castellan::optimistic_violation))
 
 CAF_END_TYPE_ID_BLOCK(castellan)

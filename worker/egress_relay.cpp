@@ -51,7 +51,7 @@ void egress_relay::accept_pending() noexcept {
     }
     // The socket goes to the proxy; this process keeps no copy. Closing
     // ours after sendmsg leaves the proxy's as the only one.
-    if (platform::send_fd(proxy_.get(), conn.get()))
+    if (platform::send_fd(proxy_.get(), conn.get(), MSG_DONTWAIT))
       ++passed_;
     else
       ++refused_;

@@ -38,6 +38,10 @@ harness_command::harness_command(const options& opts) {
            std::to_string(opts.to_supervisor_fd),
            "--mode",
            to_string(opts.mode)};
+  if (opts.control_fd >= 0) {
+    args_.push_back("--control-fd");
+    args_.push_back(std::to_string(opts.control_fd));
+  }
   argv_.reserve(args_.size() + 1);
   for (auto& a : args_)
     argv_.push_back(a.data());
@@ -45,6 +49,11 @@ harness_command::harness_command(const options& opts) {
   kept_fds_[0] = opts.segment_fd;
   kept_fds_[1] = opts.to_worker_fd;
   kept_fds_[2] = opts.to_supervisor_fd;
+  if (opts.control_fd >= 0) {
+    kept_fds_[3] = opts.control_fd;
+    kept_fd_count_ = 4;
+    control_fd_ = opts.control_fd;
+  }
 }
 
 std::string harness_command::describe() const {
@@ -72,7 +81,7 @@ namespace {
     // Every other fd the worker may have inherited stays out of the harness
     // (best effort: an old kernel without close_range keeps them).
     ::close_range(3, UINT_MAX, CLOSE_RANGE_CLOEXEC);
-    for (int i = 0; i < harness_command::kept_fd_count && err == 0; ++i)
+    for (int i = 0; i < cmd.kept_fd_count() && err == 0; ++i)
       if (::fcntl(cmd.kept_fds()[i], F_SETFD, 0) != 0)
         err = errno;
     if (err == 0 && ::sigprocmask(SIG_SETMASK, &child_mask, nullptr) != 0)
@@ -80,7 +89,7 @@ namespace {
     if (err == 0 && cmd.sandbox() != nullptr) {
       // Not async-signal-safe, and need not be: PID 1 of a sandbox is
       // single-threaded. A negative value tells the parent "sandbox layer".
-      if (const int code = cmd.sandbox()->apply_in_child(); code != 0) {
+      if (const int code = cmd.sandbox()->apply_in_child(cmd.control_fd()); code != 0) {
         err = -code;
         [[maybe_unused]] const ssize_t w = ::write(report_fd, &err, sizeof err);
         ::_exit(code);

@@ -27,9 +27,12 @@ public:
 
   const char* path() const noexcept { return args_.front().c_str(); }
   char* const* argv() const noexcept { return argv_.data(); }
-  /// The wire fds, in argv order; the only fds above 2 the harness keeps.
+  /// The wire fds (and the control socket), in argv order; the only fds
+  /// above 2 the harness keeps.
   const int* kept_fds() const noexcept { return kept_fds_; }
-  static constexpr int kept_fd_count = 3;
+  int kept_fd_count() const noexcept { return kept_fd_count_; }
+  /// The control socket (-1: none).
+  int control_fd() const noexcept { return control_fd_; }
   /// For logs and error messages: the argv joined by spaces.
   std::string describe() const;
 
@@ -40,7 +43,9 @@ public:
 private:
   std::vector<std::string> args_;
   std::vector<char*> argv_;
-  int kept_fds_[kept_fd_count];
+  int kept_fds_[4];
+  int kept_fd_count_ = 3;
+  int control_fd_ = -1;
   sandbox_setup* sandbox_ = nullptr;
 };
 

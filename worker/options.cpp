@@ -54,7 +54,9 @@ std::string usage() {
          "                        process forked from the warm harness; oneshot: one request\n"
          "  --sandbox-spec-fd N   inherited sealed memfd with the sandbox spec: become PID 1\n"
          "                        of the sandbox (build the root, then Landlock and seccomp\n"
-         "                        for the harness); --harness is a path inside that root\n";
+         "                        for the harness); --harness is a path inside that root\n"
+         "  --control-fd N        inherited AF_UNIX socket to the supervisor: the seccomp\n"
+         "                        listener goes there, denial details come back\n";
 }
 
 outcome<options> parse_options(int argc, const char* const* argv) {
@@ -77,7 +79,7 @@ outcome<options> parse_options(int argc, const char* const* argv) {
     }
     const bool known = arg == "--segment-fd" || arg == "--to-worker-fd" ||
                        arg == "--to-supervisor-fd" || arg == "--python" || arg == "--harness" ||
-                       arg == "--mode" || arg == "--sandbox-spec-fd";
+                       arg == "--mode" || arg == "--sandbox-spec-fd" || arg == "--control-fd";
     if (!known)
       return logic_failure("unknown argument '" + std::string(argv[i]) + "'");
     if (!inline_value) {
@@ -90,6 +92,11 @@ outcome<options> parse_options(int argc, const char* const* argv) {
       if (!fd)
         return fd.error();
       opts.sandbox_spec_fd = *fd;
+    } else if (arg == "--control-fd") {
+      auto fd = parse_fd(arg, value);
+      if (!fd)
+        return fd.error();
+      opts.control_fd = *fd;
     } else if (arg == "--segment-fd" || arg == "--to-worker-fd" || arg == "--to-supervisor-fd") {
       auto fd = parse_fd(arg, value);
       if (!fd)
@@ -138,6 +145,10 @@ outcome<options> parse_options(int argc, const char* const* argv) {
       (opts.sandbox_spec_fd == opts.segment_fd || opts.sandbox_spec_fd == opts.to_worker_fd ||
        opts.sandbox_spec_fd == opts.to_supervisor_fd))
     return logic_failure("--sandbox-spec-fd must differ from the wire fds");
+  if (opts.control_fd >= 0 &&
+      (opts.control_fd == opts.segment_fd || opts.control_fd == opts.to_worker_fd ||
+       opts.control_fd == opts.to_supervisor_fd || opts.control_fd == opts.sandbox_spec_fd))
+    return logic_failure("--control-fd must differ from the wire fds and the spec fd");
   return opts;
 }
 

@@ -27,6 +27,10 @@ struct options {
   /// A sealed memfd holding the sandbox spec (platform/linux/sandbox_spec.hpp);
   /// -1: no sandbox (the worker runs as a plain process).
   int sandbox_spec_fd = -1;
+  /// An AF_UNIX socket to the supervisor (-1: none): the interpreter child
+  /// sends its seccomp listener over it, and the harness then receives the
+  /// details of each denial on it (docs/wire.md, "Denials").
+  int control_fd = -1;
   bool help = false; ///< --help: print usage and exit 0
 };
 

@@ -11,9 +11,11 @@
 
 #include "platform/linux/capabilities.hpp"
 #include "platform/linux/enforcement_report.hpp"
+#include "platform/linux/fd_passing.hpp"
 #include "platform/linux/landlock.hpp"
 #include "platform/linux/namespaces.hpp"
 #include "platform/linux/seccomp_filter.hpp"
+#include "platform/linux/seccomp_notify.hpp"
 
 namespace castellan::worker {
 
@@ -41,6 +43,8 @@ const char* sandbox_exit_layer(int exit_code) noexcept {
       return "Landlock could not be applied";
     case exit_sandbox_seccomp:
       return "the seccomp filter could not be loaded";
+    case exit_sandbox_notify:
+      return "the seccomp notify filter could not be loaded or handed to the supervisor";
     default:
       return nullptr;
   }
@@ -93,7 +97,7 @@ std::optional<sandbox_setup> sandbox_setup::enter(int spec_fd, sandbox_failure& 
   return out;
 }
 
-int sandbox_setup::apply_in_child() noexcept {
+int sandbox_setup::apply_in_child(int control_fd) noexcept {
   using namespace platform;
   // PID 1 is single-threaded: this child may allocate.
   enforcement_report report;
@@ -121,6 +125,21 @@ int sandbox_setup::apply_in_child() noexcept {
     if (!sc)
       return say(exit_sandbox_seccomp, "seccomp", sc.error());
     report.seccomp = *sc;
+  }
+  if (!spec_.notify.empty()) {
+    // Last: every earlier step's calls are done, and from here on the
+    // listed calls wait for the supervisor.
+    if (control_fd < 0)
+      return say(exit_sandbox_notify, "notify",
+                 logic_failure("the spec asks for a notify filter but there is no --control-fd"));
+    auto listener = install_notify_filter(spec_.notify);
+    if (!listener)
+      return say(exit_sandbox_notify, "notify", listener.error());
+    if (auto sent = send_fd(control_fd, listener->get()); !sent)
+      return say(exit_sandbox_notify, "notify", sent.error());
+    // The child must not keep a listener of its own filter: it would answer
+    // itself.
+    listener->reset();
   }
   const std::string json = report.to_json();
   if (::setenv("CASTELLAN_ENFORCEMENT", json.c_str(), 1) != 0)

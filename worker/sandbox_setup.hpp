@@ -26,6 +26,7 @@ constexpr int exit_sandbox_network = 5;      ///< loopback or the egress relay c
 constexpr int exit_sandbox_capabilities = 6; ///< capabilities could not be dropped
 constexpr int exit_sandbox_landlock = 7;     ///< Landlock could not be applied
 constexpr int exit_sandbox_seccomp = 8;      ///< the seccomp filter could not be loaded
+constexpr int exit_sandbox_notify = 9;       ///< the notify filter could not be loaded or handed over
 
 /// The layer behind one of the exit codes above, or nullptr.
 const char* sandbox_exit_layer(int exit_code) noexcept;
@@ -45,9 +46,12 @@ public:
   static std::optional<sandbox_setup> enter(int spec_fd, sandbox_failure& failed);
 
   /// The interpreter child, after fork and before exec: drop_capabilities →
-  /// apply_landlock → apply_seccomp, then CASTELLAN_ENFORCEMENT is set to
-  /// the report. Returns 0, or an exit code after printing why to stderr.
-  int apply_in_child() noexcept;
+  /// apply_landlock → apply_seccomp → the notify filter, whose listener is
+  /// sent over `control_fd` and closed here (the supervisor must be serving
+  /// it before the exec, which may itself be a decided call); then
+  /// CASTELLAN_ENFORCEMENT is set to the report. Returns 0, or an exit code
+  /// after printing why to stderr.
+  int apply_in_child(int control_fd) noexcept;
 
   /// The egress relay PID 1 serves, or null when the sandbox has no network.
   egress_relay* relay() noexcept { return relay_ ? &*relay_ : nullptr; }

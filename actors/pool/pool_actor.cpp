@@ -37,6 +37,8 @@ using clock_type = std::chrono::steady_clock;
 constexpr int32_t timeout_exit_code = 124;
 constexpr int32_t cancelled_exit_code = 125;
 constexpr int32_t refused_exit_code = 1;
+/// A worker killed for a denied optimistic read: 128 + SIGKILL.
+constexpr int32_t policy_kill_exit_code = 137;
 
 /// How many finished exec ids a pool remembers, so that a late cancel can
 /// say "already finished" rather than "unknown".
@@ -210,7 +212,7 @@ void spawn_one(pool_ptr self) {
   }
   ++st.spawned;
   count(self, metric_names::worker_spawns);
-  st.events->watch(id, (*ch)->doorbell_fd(), (*ch)->pidfd());
+  st.events->watch(id, (*ch)->doorbell_fd(), (*ch)->pidfd(), (*ch)->control_fd());
   auto& slot = st.workers[id];
   slot.ch = std::move(*ch);
   // egress: the proxy serves the connections that arrive on this worker's socket.
@@ -282,7 +284,9 @@ void terminate(pool_ptr self, uint64_t id, worker_slot& slot, error_class cls, i
     spdlog::debug("pool {}: worker {} killed: {}", self->state.cfg.name, id, report.describe());
   }
   if (slot.current) {
-    if (kill_now)
+    // After a policy kill nothing more the worker wrote is trusted into the
+    // result: only what was collected before the violation stays.
+    if (kill_now && cls != error_class::policy_kill)
       salvage_output(self, slot);
     auto& p = *slot.current;
     p.result.error = cls;
@@ -591,6 +595,37 @@ cancel_reply cancel(pool_ptr self, uint64_t exec_id) {
   return reply;
 }
 
+/// A decided system call of worker `id`: into the running exec's events
+/// (they reach audit with its result), or straight to audit when no exec is
+/// running (start-up) or the exec has too many already.
+void on_policy_event(pool_ptr self, uint64_t id, policy_event ev) {
+  auto& st = self->state;
+  auto it = st.workers.find(id);
+  const bool running = it != st.workers.end() && it->second.current && !it->second.killed;
+  if (running && it->second.current->result.events.size() < st.cfg.events_limit) {
+    it->second.current->result.events.push_back(std::move(ev));
+    return;
+  }
+  if (st.cfg.audit)
+    post_audit(self, st.cfg.audit, st.cfg.audit_backlog,
+               security_event{running ? it->second.current->result.exec_id : 0, st.cfg.name, id,
+                              st.cfg.policy_name, std::move(ev)});
+}
+
+void on_optimistic_violation(pool_ptr self, optimistic_violation& v) {
+  auto& st = self->state;
+  const uint64_t id = v.worker_id;
+  const std::string detail = "worker " + std::to_string(id) + " killed: policy '" + v.policy +
+                             "' denies " + v.event.syscall + " of " + v.event.target +
+                             " (rule " + v.event.rule + ")";
+  on_policy_event(self, id, std::move(v.event));
+  auto it = st.workers.find(id);
+  if (it == st.workers.end())
+    return;
+  ++st.lost;
+  terminate(self, id, it->second, error_class::policy_kill, policy_kill_exit_code, detail);
+}
+
 pool_status make_status(pool_ptr self) {
   auto& st = self->state;
   pool_status s;
@@ -622,7 +657,9 @@ pool_status make_status(pool_ptr self) {
 pool_actor::behavior_type pool_impl(pool_ptr self, pool_config cfg) {
   auto& st = self->state;
   st.cfg = std::move(cfg);
-  auto events = worker_event_source::start(caf::actor_cast<caf::strong_actor_ptr>(self));
+  auto events = worker_event_source::start(
+    caf::actor_cast<caf::strong_actor_ptr>(self),
+    st.cfg.sandbox.notify.empty() ? nullptr : st.cfg.mediation_policy);
   if (events) {
     st.events = std::move(*events);
     refill(self);
@@ -683,6 +720,9 @@ pool_actor::behavior_type pool_impl(pool_ptr self, pool_config cfg) {
     [=](status_atom) -> pool_status { return make_status(self); },
     [=](doorbell_atom, uint64_t id) { on_doorbell(self, id); },
     [=](exited_atom, uint64_t id) { on_exited(self, id); },
+    [=](syscall_denied& d) { on_policy_event(self, d.worker_id, std::move(d.event)); },
+    [=](policy_warning& w) { on_policy_event(self, w.worker_id, std::move(w.event)); },
+    [=](optimistic_violation& v) { on_optimistic_violation(self, v); },
     [=](deadline_atom, uint64_t, uint64_t serial) {
       // By serial: the timer was armed when the request was accepted, before
       // it had a worker.

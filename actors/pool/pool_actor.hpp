@@ -18,6 +18,7 @@
 #include "actors/audit/audit_actor.hpp"
 #include "actors/messages.hpp"
 #include "actors/telemetry/telemetry_actor.hpp"
+#include "actors/policy/engine/compiled_policy.hpp"
 #include "actors/pool/sandbox_profile.hpp"
 #include "actors/proxy/proxy_actor.hpp"
 #include "ipc/result.hpp"
@@ -34,6 +35,11 @@ using pool_actor = caf::typed_actor<
   caf::reacts_to<doorbell_atom, uint64_t>,
   // From the pool's event source thread: worker `id`'s process exited.
   caf::reacts_to<exited_atom, uint64_t>,
+  // From the pool's event source thread: decided system calls
+  // (actors/mediation_messages.hpp).
+  caf::reacts_to<syscall_denied>,
+  caf::reacts_to<policy_warning>,
+  caf::reacts_to<optimistic_violation>,
   // From the pool's event source thread (its ring timer): the deadline of
   // dispatch `serial` on worker `id` passed.
   caf::reacts_to<deadline_atom, uint64_t, uint64_t>,
@@ -104,6 +110,11 @@ struct pool_config {
   /// every sandboxed worker gets the egress relay on 127.0.0.1:egress_port.
   proxy_actor proxy;
   uint16_t egress_port = 3128;
+  /// The policy the event source decides seccomp notifications with, when
+  /// `sandbox.notify` lists system calls (apply_policy sets both).
+  std::shared_ptr<const policy::compiled_policy> mediation_policy;
+  /// Events kept in one exec's result; beyond it they go to audit only.
+  uint32_t events_limit = 256;
 };
 
 /// Fills in the worker binary and harness from the install layout when they

@@ -7,6 +7,7 @@
 
 #include "actors/policy/engine/compiled_policy.hpp"
 #include "actors/policy/engine/policy_document.hpp"
+#include "actors/pool/syscall_mediator.hpp"
 #include "actors/pool/pool_actor.hpp"
 
 namespace castellan {
@@ -159,6 +160,16 @@ outcome<void> apply_policy(const policy::policy_document& doc, pool_config& cfg)
   // and proxy; the proxy decides each connection with this compiled copy.
   if (allows_network(doc))
     cfg.egress_policy = policy::compiled_policy::compile(doc, doc.source);
+  // Decisions the static layers cannot take: seccomp user notification,
+  // decided by the pool's event source with this policy compiled.
+  sb.notify = notify_spec_for(doc);
+  if (!sb.notify.empty()) {
+    std::string name = base_of(doc.source);
+    if (name.size() > 5 && name.compare(name.size() - 5, 5, ".json") == 0)
+      name.resize(name.size() - 5);
+    cfg.policy_name = name.empty() ? cfg.policy_name : name;
+    cfg.mediation_policy = policy::compiled_policy::compile(doc, cfg.policy_name);
+  }
 
   // limits
   const auto& l = doc.limits;
@@ -237,6 +248,7 @@ outcome<platform::sandbox_spec> make_sandbox_spec(const sandbox_profile& profile
   spec.seccomp.enabled = profile.seccomp;
   spec.seccomp.deny = profile.deny_syscalls;
   spec.seccomp.kill = profile.kill_syscalls;
+  spec.notify = profile.notify;
   return spec;
 }
 

@@ -49,6 +49,9 @@ struct sandbox_profile {
   /// dynamic loader), nowhere else; false: on every read-only system bind.
   bool restrict_execute = false;
   std::vector<std::string> exec_allowed; ///< paths inside the sandbox (globs expanded on the host)
+  /// System calls the supervisor decides through seccomp user
+  /// notification (notify_spec_for(policy); empty: none, no cost).
+  platform::notify_spec notify;
   std::string hostname = "castellan";
   uint64_t tmp_size_bytes = 64ull << 20;
 };

@@ -1,8 +1,8 @@
 #include "actors/pool/worker_channel.hpp"
 
 #include <fcntl.h>
-#include <sys/socket.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <nlohmann/json.hpp>
@@ -26,6 +26,7 @@ constexpr int to_worker_child_fd = 4;
 constexpr int to_supervisor_child_fd = 5;
 constexpr int sandbox_spec_child_fd = 6;
 constexpr int egress_child_fd = 7;
+constexpr int control_child_fd = 8;
 
 /// castellan-worker's exit codes for a sandbox layer it could not apply
 /// (worker/sandbox_setup.hpp); its stderr line has the details.
@@ -43,6 +44,8 @@ const char* sandbox_layer_of_exit(int code) {
       return "Landlock could not be applied";
     case 8:
       return "the seccomp filter could not be loaded";
+    case 9:
+      return "the seccomp notify filter could not be loaded or handed over";
     default:
       return nullptr;
   }
@@ -131,6 +134,7 @@ outcome<std::unique_ptr<worker_channel>> worker_channel::start(uint64_t id,
               {ch->to_supervisor_.fd(), to_supervisor_child_fd}};
   unique_fd sealed;
   unique_fd egress_child; // the worker's end of the egress pair, open until the spawn
+  unique_fd control_child;
   std::string cgroup_unavailable; ///< set when best_effort let the worker start without one
   const platform::cgroup_limits limits{cfg.limits.memory_bytes, cfg.limits.pids,
                                        cfg.limits.cpu_percent};
@@ -169,6 +173,17 @@ outcome<std::unique_ptr<worker_channel>> worker_channel::start(uint64_t id,
     spec.argv.insert(spec.argv.end(),
                      {"--sandbox-spec-fd", std::to_string(sandbox_spec_child_fd)});
     spec.fds.push_back({sealed.get(), sandbox_spec_child_fd});
+    if (!sb->notify.empty()) {
+      // The worker's listener comes back on this socket before the
+      // interpreter starts; a SEQPACKET pair keeps the messages whole.
+      int pair[2];
+      if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, pair) != 0)
+        return errno_failure(what + ": control socketpair");
+      ch->control_.reset(pair[0]);
+      control_child.reset(pair[1]);
+      spec.argv.insert(spec.argv.end(), {"--control-fd", std::to_string(control_child_fd)});
+      spec.fds.push_back({control_child.get(), control_child_fd});
+    }
     spec.isolation = platform::isolation_mode::namespaces;
     spec.namespaces = {true, true, true, true, true, true, true};
     spec.hostname = cfg.sandbox.hostname;

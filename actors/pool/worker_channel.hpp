@@ -42,6 +42,9 @@ public:
   pid_t pid() const noexcept { return pid_; }
   int pidfd() const noexcept { return pidfd_.get(); }
   int doorbell_fd() const noexcept { return to_supervisor_.fd(); }
+  /// The control socket (-1 when the sandbox has no notify filter): the
+  /// worker's seccomp listener arrives there.
+  int control_fd() const noexcept { return control_.get(); }
 
   /// Writes one frame to the worker and rings its doorbell. A full ring is a
   /// failure here: the pool only sends when the worker is idle, and a request
@@ -116,6 +119,7 @@ private:
 
   pid_t pid_ = -1;
   unique_fd pidfd_;
+  unique_fd control_;
   bool reaped_ = false;
   // Sandboxed workers only. Destroyed after the destructor body has killed
   // and reaped the process, so the cgroup is empty when it is removed.

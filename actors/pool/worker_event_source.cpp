@@ -2,6 +2,8 @@
 
 #include <poll.h>
 #include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -12,27 +14,38 @@
 #include <spdlog/spdlog.h>
 
 #include "actors/pool/pool_actor.hpp"
+#include "platform/linux/fd_passing.hpp"
 
 namespace castellan {
 
 namespace {
 
-// user_data = (id << 2) | tag, where id is the worker id, or for a deadline
+// user_data = (id << 3) | tag, where id is the worker id, or for a deadline
 // the dispatch serial. Ids start at 1, so the wake fd (id 0) is distinct.
 // Bit 63 marks the completion of a removal (poll or timeout), which only
 // makes the loop look at its command queue.
-enum tag : uint64_t { wake_tag = 0, doorbell_tag = 1, pidfd_tag = 2, deadline_tag = 3 };
+enum tag : uint64_t {
+  wake_tag = 0, doorbell_tag = 1, pidfd_tag = 2, deadline_tag = 3, control_tag = 4, notify_tag = 5
+};
 
 constexpr uint64_t removal_mark = uint64_t{1} << 63;
 
 constexpr uint64_t encode(uint64_t id, tag t) noexcept {
-  return (id << 2) | t;
+  return (id << 3) | t;
+}
+
+/// The listener may hold several notifications (several threads of the
+/// worker); a receive with none pending would block, so look first.
+bool readable_now(int fd) noexcept {
+  pollfd p{fd, POLLIN, 0};
+  return ::poll(&p, 1, 0) == 1 && (p.revents & POLLIN) != 0;
 }
 
 } // namespace
 
 outcome<std::unique_ptr<worker_event_source>>
-worker_event_source::start(caf::strong_actor_ptr pool) {
+worker_event_source::start(caf::strong_actor_ptr pool,
+                           std::shared_ptr<const policy::compiled_policy> policy) {
   // Two polls per worker plus the wake poll and removals: 256 slots cover a
   // large pool; the SQ is flushed when it fills anyway.
   auto ring = platform::uring::create(256);
@@ -42,42 +55,54 @@ worker_event_source::start(caf::strong_actor_ptr pool) {
   if (!wake)
     return wake.error().wrap("pool event source");
   std::unique_ptr<worker_event_source> src(new worker_event_source(
-    caf::actor_cast<caf::weak_actor_ptr>(pool), std::move(*ring), std::move(*wake)));
+    caf::actor_cast<caf::weak_actor_ptr>(pool), std::move(*ring), std::move(*wake),
+    std::move(policy)));
   src->arm_wake();
   io_uring_submit(src->ring_.get());
-  src->thread_ = std::thread([s = src.get()] { s->run(); });
+  src->thread_ = std::thread([s = src.get()] {
+    // This thread opens files for workers (syscall_mediator): it must not
+    // carry the supervisor's supplementary groups into those checks. The
+    // raw call changes this thread only (glibc's setgroups changes all).
+    if (s->mediator_ && ::geteuid() == 0)
+      (void)::syscall(SYS_setgroups, 0, nullptr);
+    s->run();
+  });
   return src;
 }
 
 worker_event_source::worker_event_source(caf::weak_actor_ptr pool, platform::uring ring,
-                                         ipc::doorbell wake)
-  : pool_(std::move(pool)), ring_(std::move(ring)), wake_(std::move(wake)) {}
+                                         ipc::doorbell wake,
+                                         std::shared_ptr<const policy::compiled_policy> policy)
+  : pool_(std::move(pool)), ring_(std::move(ring)), wake_(std::move(wake)) {
+  if (policy)
+    mediator_.emplace(std::move(policy));
+}
 
 worker_event_source::~worker_event_source() {
   if (thread_.joinable()) {
-    post({command::kind::stop, 0, -1, -1});
+    post({command::kind::stop, 0, -1, -1, -1});
     thread_.join();
   }
 }
 
-void worker_event_source::watch(uint64_t id, int doorbell_fd, int pidfd) {
-  post({command::kind::watch, id, doorbell_fd, pidfd});
+void worker_event_source::watch(uint64_t id, int doorbell_fd, int pidfd, int control_fd) {
+  post({command::kind::watch, id, doorbell_fd, pidfd, control_fd});
 }
 
 void worker_event_source::unwatch(uint64_t id) {
-  post({command::kind::unwatch, id, -1, -1});
+  post({command::kind::unwatch, id, -1, -1, -1});
 }
 
 void worker_event_source::arm_deadline(uint64_t id, uint64_t serial,
                                        std::chrono::steady_clock::time_point when) {
-  command cmd{command::kind::arm, id, -1, -1};
+  command cmd{command::kind::arm, id, -1, -1, -1};
   cmd.serial = serial;
   cmd.when_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(when.time_since_epoch()).count();
   post(cmd);
 }
 
 void worker_event_source::disarm_deadline(uint64_t serial) {
-  command cmd{command::kind::disarm, 0, -1, -1};
+  command cmd{command::kind::disarm, 0, -1, -1, -1};
   cmd.serial = serial;
   post(cmd, false);
 }
@@ -125,18 +150,89 @@ void worker_event_source::arm_timer(uint64_t serial, deadline_timer& t) {
   io_uring_sqe_set_data64(sqe, encode(serial, deadline_tag));
 }
 
+void worker_event_source::arm_control(uint64_t id, int fd) {
+  io_uring_sqe* sqe = ring_.next_sqe();
+  io_uring_prep_poll_add(sqe, fd, POLLIN);
+  io_uring_sqe_set_data64(sqe, encode(id, control_tag));
+}
+
+void worker_event_source::arm_notify(uint64_t id, int fd) {
+  io_uring_sqe* sqe = ring_.next_sqe();
+  io_uring_prep_poll_multishot(sqe, fd, POLLIN);
+  io_uring_sqe_set_data64(sqe, encode(id, notify_tag));
+}
+
+void worker_event_source::on_control(uint64_t id, watched& w) {
+  auto& m = w.mediated;
+  if (m.listener)
+    return;
+  auto got = platform::receive_fd(m.control_fd, MSG_DONTWAIT);
+  if (!got) {
+    if (got.error().code == EAGAIN || got.error().code == EINTR) {
+      arm_control(id, m.control_fd);
+      return;
+    }
+  }
+  if (!got || !got->fd) {
+    // The worker sent something else, or closed the socket: it gets no
+    // listener served, so its decided calls fail (ENOSYS) once it is gone.
+    spdlog::warn("pool event source: worker {}: {}", id,
+                 !got ? got.error().describe()
+                      : got->closed ? std::string("closed its control socket")
+                                    : std::string("sent no descriptor on its control socket"));
+    return;
+  }
+  m.listener = std::make_unique<platform::notify_listener>(std::move(got->fd));
+  (void)m.listener->set_sync_wakeup();
+  arm_notify(id, m.listener->fd());
+}
+
+void worker_event_source::on_notify(uint64_t id, watched& w) {
+  auto& m = w.mediated;
+  if (!m.listener || !mediator_)
+    return;
+  // Look before every receive, the first included: a completion may report
+  // a notification an earlier loop has already handled, and a receive with
+  // none pending would block this thread.
+  while (!m.killed && readable_now(m.listener->fd())) {
+    auto r = mediator_->handle(m);
+    if (!r)
+      continue;
+    const std::string& policy = mediator_->policy().name();
+    switch (r->what) {
+      case mediation_result::outcome::deny:
+        tell_pool(syscall_denied{id, policy, r->errno_value, std::move(r->event)});
+        break;
+      case mediation_result::outcome::warn:
+        tell_pool(policy_warning{id, policy, std::move(r->event)});
+        break;
+      case mediation_result::outcome::kill:
+        tell_pool(optimistic_violation{id, policy, std::move(r->event)});
+        break;
+      default:
+        break;
+    }
+  }
+}
+
 void worker_event_source::apply(const command& cmd, bool& running) {
   switch (cmd.what) {
-    case command::kind::watch:
-      doorbells_.emplace_back(cmd.id, cmd.doorbell_fd);
+    case command::kind::watch: {
+      auto& w = workers_[cmd.id];
+      w.doorbell_fd = cmd.doorbell_fd;
+      w.mediated.id = cmd.id;
+      w.mediated.pidfd = cmd.pidfd;
+      w.mediated.control_fd = cmd.control_fd;
       arm_doorbell(cmd.id, cmd.doorbell_fd);
       arm_pidfd(cmd.id, cmd.pidfd);
+      if (cmd.control_fd >= 0 && mediator_)
+        arm_control(cmd.id, cmd.control_fd);
       break;
+    }
     case command::kind::unwatch: {
-      doorbells_.erase(std::remove_if(doorbells_.begin(), doorbells_.end(),
-                                      [&](const auto& d) { return d.first == cmd.id; }),
-                       doorbells_.end());
-      for (tag t : {doorbell_tag, pidfd_tag}) {
+      // Closes the worker's listener: a call still waiting fails.
+      workers_.erase(cmd.id);
+      for (tag t : {doorbell_tag, pidfd_tag, control_tag, notify_tag}) {
         io_uring_sqe* sqe = ring_.next_sqe();
         io_uring_prep_poll_remove(sqe, encode(cmd.id, t));
         // The removal's own completion is uninteresting: tag it as the wake fd
@@ -185,9 +281,9 @@ void worker_event_source::run() {
       const uint64_t data = io_uring_cqe_get_data64(cqe);
       if (data & removal_mark)
         continue;
-      const uint64_t id = data >> 2;
+      const uint64_t id = data >> 3;
       const bool more = (cqe->flags & IORING_CQE_F_MORE) != 0;
-      switch (static_cast<tag>(data & 3)) {
+      switch (static_cast<tag>(data & 7)) {
         case wake_tag:
           wake_.drain();
           if (!more)
@@ -196,17 +292,36 @@ void worker_event_source::run() {
         case doorbell_tag: {
           if (cqe->res == -ECANCELED || cqe->res == -ENOENT)
             break; // unwatched
-          auto it = std::find_if(doorbells_.begin(), doorbells_.end(),
-                                 [&](const auto& d) { return d.first == id; });
-          if (it == doorbells_.end())
+          auto it = workers_.find(id);
+          if (it == workers_.end())
             break;
           // Clear the counter before telling the pool, which then drains the
           // ring: a frame published after this point rings again.
           ::eventfd_t ignored;
-          (void)::read(it->second, &ignored, sizeof ignored);
+          (void)::read(it->second.doorbell_fd, &ignored, sizeof ignored);
           tell_pool(doorbell_atom::value, id);
           if (!more)
-            arm_doorbell(id, it->second);
+            arm_doorbell(id, it->second.doorbell_fd);
+          break;
+        }
+        case control_tag: {
+          if (cqe->res == -ECANCELED || cqe->res == -ENOENT)
+            break;
+          if (auto it = workers_.find(id); it != workers_.end())
+            on_control(id, it->second);
+          break;
+        }
+        case notify_tag: {
+          if (cqe->res == -ECANCELED || cqe->res == -ENOENT)
+            break;
+          auto it = workers_.find(id);
+          if (it == workers_.end())
+            break;
+          on_notify(id, it->second);
+          auto& m = it->second.mediated;
+          // POLLHUP: every process of the filter is gone; no more to come.
+          if (!more && m.listener && !m.killed && (cqe->res & POLLHUP) == 0)
+            arm_notify(id, m.listener->fd());
           break;
         }
         case pidfd_tag:

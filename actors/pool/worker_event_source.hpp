@@ -11,12 +11,14 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <thread>
 #include <vector>
 
 #include <caf/weak_intrusive_ptr.hpp>
 #include <caf/actor_control_block.hpp>
 
+#include "actors/pool/syscall_mediator.hpp"
 #include "ipc/doorbell.hpp"
 #include "ipc/result.hpp"
 #include "platform/linux/uring.hpp"
@@ -27,7 +29,11 @@ class worker_event_source {
 public:
   /// Starts the thread. Events go to `pool` (held weakly: the source never
   /// keeps the pool alive).
-  static outcome<std::unique_ptr<worker_event_source>> start(caf::strong_actor_ptr pool);
+  /// `policy` decides the seccomp notifications of the workers that send a
+  /// listener (null: no worker does).
+  static outcome<std::unique_ptr<worker_event_source>>
+  start(caf::strong_actor_ptr pool,
+        std::shared_ptr<const policy::compiled_policy> policy = nullptr);
 
   worker_event_source(const worker_event_source&) = delete;
   worker_event_source& operator=(const worker_event_source&) = delete;
@@ -38,7 +44,11 @@ public:
   /// thread clears the counter before it tells the pool) and its pidfd (one
   /// poll: readable once the process has exited). The fds must stay open
   /// until `unwatch(id)`; thread-safe.
-  void watch(uint64_t id, int doorbell_fd, int pidfd);
+  /// `control_fd` (-1: none) is the worker's control socket: the thread
+  /// receives the worker's seccomp listener there, then decides every
+  /// notification on it (syscall_mediator.hpp) and tells the pool about
+  /// denials, warnings and optimistic kills.
+  void watch(uint64_t id, int doorbell_fd, int pidfd, int control_fd = -1);
 
   /// Stops watching worker `id`; thread-safe. Events already in flight may
   /// still arrive: the pool ignores ids it no longer knows (ids are never reused).
@@ -62,8 +72,15 @@ private:
     uint64_t id;
     int doorbell_fd;
     int pidfd;
+    int control_fd;
     uint64_t serial = 0;
     int64_t when_ns = 0; ///< arm: CLOCK_MONOTONIC
+  };
+
+  /// What the thread keeps per worker.
+  struct watched {
+    int doorbell_fd = -1;
+    mediated_worker mediated; ///< pidfd, control fd, listener once received
   };
 
   /// An armed deadline. The timespec is read by the kernel when the SQE is
@@ -73,7 +90,8 @@ private:
     __kernel_timespec when;
   };
 
-  worker_event_source(caf::weak_actor_ptr pool, platform::uring ring, ipc::doorbell wake);
+  worker_event_source(caf::weak_actor_ptr pool, platform::uring ring, ipc::doorbell wake,
+                      std::shared_ptr<const policy::compiled_policy> policy);
   void post(command cmd, bool wake = true);
   void run();
   void apply(const command& cmd, bool& running);
@@ -81,6 +99,10 @@ private:
   void arm_pidfd(uint64_t id, int fd);
   void arm_wake();
   void arm_timer(uint64_t serial, deadline_timer& t);
+  void arm_control(uint64_t id, int fd);
+  void arm_notify(uint64_t id, int fd);
+  void on_control(uint64_t id, watched& w);
+  void on_notify(uint64_t id, watched& w);
   template <class... Ts>
   void tell_pool(Ts&&... xs);
 
@@ -90,8 +112,9 @@ private:
   std::mutex mtx_;
   std::vector<command> pending_; ///< guarded by mtx_
   std::thread thread_;
-  /// Doorbell fds by worker, touched only by the thread (to drain them).
-  std::vector<std::pair<uint64_t, int>> doorbells_;
+  /// The workers, touched only by the thread.
+  std::map<uint64_t, watched> workers_;
+  std::optional<syscall_mediator> mediator_; ///< only with a policy; only the thread uses it
   /// Armed deadlines by dispatch serial, touched only by the thread.
   std::map<uint64_t, deadline_timer> deadlines_;
 };

@@ -115,7 +115,7 @@ void egress_proxy::watch(const std::shared_ptr<link_reader>& reader) {
 
 void egress_proxy::accept_from(const std::shared_ptr<link_reader>& reader) {
   for (;;) {
-    auto got = platform::receive_fd(reader->socket.native_handle());
+    auto got = platform::receive_fd(reader->socket.native_handle(), MSG_DONTWAIT);
     if (!got) {
       if (got.error().code == EAGAIN || got.error().code == EWOULDBLOCK)
         break;

@@ -18,7 +18,7 @@ constexpr int max_fds_per_message = 8;
 
 } // namespace
 
-outcome<void> send_fd(int sock, int fd) {
+outcome<void> send_fd(int sock, int fd, int flags) noexcept {
   char byte = 'F';
   iovec iov{&byte, 1};
   alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
@@ -34,14 +34,14 @@ outcome<void> send_fd(int sock, int fd) {
   std::memcpy(CMSG_DATA(c), &fd, sizeof(int));
   ssize_t n;
   do {
-    n = ::sendmsg(sock, &msg, MSG_DONTWAIT | MSG_NOSIGNAL);
+    n = ::sendmsg(sock, &msg, flags | MSG_NOSIGNAL);
   } while (n < 0 && errno == EINTR);
   if (n < 0)
     return errno_failure("sendmsg(SCM_RIGHTS)");
   return {};
 }
 
-outcome<received_fd> receive_fd(int sock) {
+outcome<received_fd> receive_fd(int sock, int flags) noexcept {
   char byte = 0;
   iovec iov{&byte, 1};
   alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int) * max_fds_per_message)] = {};
@@ -52,7 +52,7 @@ outcome<received_fd> receive_fd(int sock) {
   msg.msg_controllen = sizeof control;
   ssize_t n;
   do {
-    n = ::recvmsg(sock, &msg, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+    n = ::recvmsg(sock, &msg, flags | MSG_CMSG_CLOEXEC);
   } while (n < 0 && errno == EINTR);
   if (n < 0)
     return errno_failure("recvmsg(SCM_RIGHTS)");

@@ -84,6 +84,10 @@ json seccomp_json(const seccomp_spec& s) {
   return {{"enabled", s.enabled}, {"deny", s.deny}, {"kill", s.kill}, {"deny_errno", s.deny_errno}};
 }
 
+json notify_json(const notify_spec& n) {
+  return {{"syscalls", n.syscalls}, {"open_writes_only", n.open_writes_only}};
+}
+
 // --- reading ----------------------------------------------------------------
 
 /// Reads one JSON object's fields into C++ values. The first error wins and
@@ -330,6 +334,13 @@ void read_seccomp(const json& j, const std::string& path, seccomp_spec& s, std::
     o.fail(path + "/deny_errno", "not an errno value (1..4095)");
 }
 
+void read_notify(const json& j, const std::string& path, notify_spec& n, std::string& err) {
+  object_reader o(j, path, err);
+  o.strings("syscalls", n.syscalls);
+  o.boolean("open_writes_only", n.open_writes_only);
+  o.finish();
+}
+
 } // namespace
 
 std::string to_json(const sandbox_spec& spec) {
@@ -337,6 +348,7 @@ std::string to_json(const sandbox_spec& spec) {
             {"root", root_json(spec.root)},
             {"landlock", landlock_json(spec.landlock)},
             {"seccomp", seccomp_json(spec.seccomp)},
+            {"notify", notify_json(spec.notify)},
             {"loopback_up", spec.loopback_up},
             {"drop_capabilities", spec.drop_capabilities},
             {"egress_port", spec.egress_port},
@@ -362,6 +374,8 @@ outcome<sandbox_spec> parse_sandbox_spec(std::string_view text) {
     read_landlock(*l, "/landlock", spec.landlock, err);
   if (const json* s = o.object("seccomp"))
     read_seccomp(*s, "/seccomp", spec.seccomp, err);
+  if (const json* n = o.object("notify"))
+    read_notify(*n, "/notify", spec.notify, err);
   o.boolean("loopback_up", spec.loopback_up);
   o.boolean("drop_capabilities", spec.drop_capabilities);
   o.unsigned_number("egress_port", spec.egress_port);

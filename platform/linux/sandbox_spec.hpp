@@ -15,6 +15,7 @@
 #include "platform/linux/landlock.hpp"
 #include "platform/linux/root_builder.hpp"
 #include "platform/linux/seccomp_filter.hpp"
+#include "platform/linux/seccomp_notify.hpp"
 
 namespace castellan::platform {
 
@@ -24,6 +25,10 @@ struct sandbox_spec {
   root_spec root;           ///< includes the hostname
   landlock_spec landlock;
   seccomp_spec seccomp;
+  /// System calls the supervisor decides (empty: no notify filter). The
+  /// interpreter child loads it last and sends the listener over the
+  /// control socket (castellan-worker --control-fd).
+  notify_spec notify;
   bool loopback_up = true;  ///< PID 1 brings lo up in its network namespace
   bool drop_capabilities = true;
   /// The egress relay (actors/proxy): when `egress_port` is not 0, PID 1

@@ -127,6 +127,32 @@ print(attempt(lambda: open(xml + "/__init__.py").read()),
   BOOST_TEST(reported, j["enforcement"]["root"].dump());
 }
 
+BOOST_AUTO_TEST_CASE(json_lists_the_decided_system_calls) {
+  const std::string policy =
+    castellan::test::source_dir() + "/test/integration/data/mediated.json";
+  auto r = cli({"exec", "--json", "--policy", policy,
+                "import os\n"
+                "os.makedirs('/tmp/denied', exist_ok=True)\n"
+                "try:\n"
+                "    open('/tmp/denied/x', 'w')\n"
+                "except PermissionError as e:\n"
+                "    print(e)\n"
+                "os.makedirs('/tmp/warned', exist_ok=True)\n"
+                "open('/tmp/warned/y', 'w').close()\n"
+                "print('done')\n"});
+  BOOST_TEST(r.exit_code == 0, r.err);
+  auto j = nlohmann::json::parse(r.out);
+  BOOST_TEST(j["stdout"].get<std::string>().find("policy 'mediated' (rule /fs/rules/10") !=
+               std::string::npos,
+             j["stdout"]);
+  BOOST_REQUIRE(j["events"].size() == 2u);
+  BOOST_TEST(j["events"][0]["kind"] == "syscall_denied");
+  BOOST_TEST(j["events"][0]["target"] == "/tmp/denied/x");
+  BOOST_TEST(j["events"][0]["rule"] == "/fs/rules/10");
+  BOOST_TEST(j["events"][1]["kind"] == "policy_warning");
+  BOOST_TEST(j["events"][1]["target"] == "/tmp/warned/y");
+}
+
 BOOST_AUTO_TEST_SUITE_END()
 
 BOOST_AUTO_TEST_SUITE(cli_run)

@@ -35,6 +35,7 @@ finally:
     sys.path.remove(_HERE)
 
 import builtins
+import functools
 import ctypes
 import gc
 import io
@@ -42,6 +43,7 @@ import json
 import linecache
 import select
 import signal
+import socket
 import site
 import subprocess
 import threading
@@ -769,9 +771,79 @@ def _describe_exception(e):
             "traceback": _clean_text(text)}
 
 
+class PolicyDenials:
+    """The details of the system calls the supervisor denied, read from the
+    control socket (docs/wire.md, "Denials"). The supervisor writes each one
+    before it answers the call, so when a call fails with EACCES its record
+    is already here. A PermissionError raised by the wrapped functions then
+    names the policy and the rule; the errno stays what the kernel said."""
+
+    _KEEP = 64
+
+    def __init__(self, fd):
+        self._sock = socket.socket(fileno=fd)
+        self._sock.setblocking(False)
+        self._recent = []
+
+    def _drain(self):
+        while True:
+            try:
+                data = self._sock.recv(8192)
+            except (BlockingIOError, InterruptedError):
+                return
+            except OSError:
+                return
+            if not data:
+                return
+            parts = data.split(b"\0")
+            if len(parts) != 6 or parts[0] != b"DENY":
+                continue
+            self._recent.append([p.decode("utf-8", "backslashreplace") for p in parts[1:]])
+            del self._recent[:-self._KEEP]
+
+    def explain(self, error):
+        """A PermissionError naming the policy and rule behind `error`, or None."""
+        self._drain()
+        name = error.filename
+        if isinstance(name, bytes):
+            name = name.decode("utf-8", "backslashreplace")
+        for i in range(len(self._recent) - 1, -1, -1):
+            syscall, path, policy, rule, _errno = self._recent[i]
+            if name is None or str(name) == path or path.endswith("/" + os.path.basename(str(name))):
+                del self._recent[i]
+                message = (f"Permission denied by policy {policy!r} "
+                           f"(rule {rule}: {syscall} {path})")
+                return PermissionError(error.errno, message, error.filename)
+        return None
+
+    def wrap(self, fn):
+        denials = self
+
+        @functools.wraps(fn)
+        def wrapper(*args, **kwargs):
+            try:
+                return fn(*args, **kwargs)
+            except PermissionError as e:
+                better = denials.explain(e)
+                if better is None:
+                    raise
+                raise better from None
+        return wrapper
+
+    def install(self):
+        """Wraps the functions through which code opens and executes files."""
+        builtins.open = self.wrap(builtins.open)
+        io.open = builtins.open
+        for name in ("open", "execv", "execve", "execvp", "execvpe", "execl", "execle",
+                     "execlp", "execlpe", "listdir", "scandir", "mkdir", "makedirs"):
+            fn = getattr(os, name, None)
+            if fn is not None:
+                setattr(os, name, self.wrap(fn))
+
+
 def _parse_args(argv):
     values = {"--segment-fd": None, "--to-worker-fd": None, "--to-supervisor-fd": None,
-              "--mode": "reuse"}
+              "--mode": "reuse", "--control-fd": None}
     i = 0
     while i < len(argv):
         arg = argv[i]
@@ -795,7 +867,10 @@ def _parse_args(argv):
         fds.append(int(values[name]))
     if values["--mode"] not in ("reuse", "fork", "oneshot"):
         raise ValueError(f"--mode: {values['--mode']!r} is not one of reuse, fork, oneshot")
-    return fds[0], fds[1], fds[2], values["--mode"]
+    control = values["--control-fd"]
+    if control is not None and not control.isdigit():
+        raise ValueError(f"--control-fd: {control!r} is not a file descriptor number")
+    return fds[0], fds[1], fds[2], values["--mode"], None if control is None else int(control)
 
 
 # What castellan-worker applied to this process before exec (Landlock,
@@ -818,7 +893,7 @@ def _take_enforcement():
 def main(argv):
     _take_enforcement()
     try:
-        segment_fd, to_worker_fd, to_supervisor_fd, mode = _parse_args(argv)
+        segment_fd, to_worker_fd, to_supervisor_fd, mode, control_fd = _parse_args(argv)
     except ValueError as e:
         sys.stderr.write(f"castellan-harness: {e}\n")
         return EXIT_USAGE
@@ -829,6 +904,11 @@ def main(argv):
         sys.stderr.write(f"castellan-harness: cannot attach the wire: {e}\n")
         return EXIT_BROKEN_WIRE
     harness.preload()
+    if control_fd is not None:
+        try:
+            PolicyDenials(control_fd).install()
+        except OSError as e:
+            sys.stderr.write(f"castellan-harness: control socket: {e}\n")
     if mode == "fork":
         # What the zygote holds now is shared with every child; keeping the
         # collector off these objects spares the children copying their

@@ -87,11 +87,11 @@ BOOST_AUTO_TEST_CASE(extra_fds_from_a_hostile_sender_are_closed) {
 
 BOOST_AUTO_TEST_CASE(nothing_pending_is_eagain_and_a_closed_peer_says_so) {
   seqpacket_pair s;
-  auto none = platform::receive_fd(s.b.get());
+  auto none = platform::receive_fd(s.b.get(), MSG_DONTWAIT);
   BOOST_REQUIRE(!none);
   BOOST_TEST(none.error().code == EAGAIN);
   s.a.reset();
-  auto closed = platform::receive_fd(s.b.get());
+  auto closed = platform::receive_fd(s.b.get(), MSG_DONTWAIT);
   BOOST_REQUIRE(closed);
   BOOST_TEST(closed->closed);
   BOOST_TEST(!closed->fd.valid());

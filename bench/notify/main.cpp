@@ -1,0 +1,246 @@
+/// @file main.cpp
+/// The cost of a decided system call. In one run:
+///  - a sandboxed open(O_WRONLY)/close loop (test/support/notify_probe.c, in
+///    command mode) under a policy whose write rules the supervisor decides
+///    (the open goes through seccomp user notification: path copied, opened
+///    by the supervisor in the worker's root, decided, fd injected);
+///  - the same loop under the default policy (not decided: the kernel alone);
+///  - the floor: a bare notification round trip (a forked child's getppid
+///    answered with a value by this process), with
+///    SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP where the kernel has it.
+/// Prints p50 and p99 of each and the added latency per decided open.
+///
+/// Usage: bench_notify [opens]   (default 20000)
+
+#include <fcntl.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include <caf/all.hpp>
+
+#include "actors/actor_system_setup.hpp"
+#include "actors/policy/engine/policy_loader.hpp"
+#include "actors/pool/pool_actor.hpp"
+#include "platform/install_layout.hpp"
+#include "platform/linux/fd_passing.hpp"
+#include "platform/linux/seccomp_notify.hpp"
+#include "support/percentiles.hpp"
+
+namespace {
+
+using namespace castellan;
+
+struct percentiles {
+  double p50_us = 0;
+  double p99_us = 0;
+  bool ok = false;
+  std::string error;
+};
+
+/// Runs the probe's open/close loop in a pool under `doc`.
+percentiles sandboxed_loop(caf::actor_system& sys, policy::policy_document doc,
+                           const std::string& probe, long opens) {
+  percentiles out;
+  pool_config pc;
+  pc.size = 1;
+  const std::string dir = probe.substr(0, probe.find_last_of('/'));
+  policy::fs_rule fs;
+  fs.verdict = policy::action::allow;
+  fs.path = dir;
+  fs.perms = policy::to_access(policy::fs_perm::read_file) |
+             policy::to_access(policy::fs_perm::read_dir) |
+             policy::to_access(policy::fs_perm::execute);
+  doc.fs_rules.push_back(fs);
+  policy::exec_rule ex;
+  ex.verdict = policy::action::allow;
+  ex.path = probe;
+  doc.exec_rules.push_back(ex);
+  if (auto ok = apply_policy(doc, pc); !ok) {
+    out.error = ok.error().describe();
+    return out;
+  }
+  auto pool = spawn_pool(sys, pc);
+  if (!pool) {
+    out.error = pool.error().describe();
+    return out;
+  }
+  caf::scoped_actor self{sys};
+  exec_request req;
+  req.argv = {probe, "bench", "/tmp/bench-file", std::to_string(opens)};
+  req.timeout_ms = 120000;
+  self->request(*pool, std::chrono::minutes(3), exec_atom::value, req)
+    .receive(
+      [&](exec_result& r) {
+        long p50 = 0;
+        long p99 = 0;
+        if (std::sscanf(r.stdout_data.c_str(), "p50_ns %ld p99_ns %ld", &p50, &p99) == 2) {
+          out.p50_us = static_cast<double>(p50) / 1000.0;
+          out.p99_us = static_cast<double>(p99) / 1000.0;
+          out.ok = true;
+        } else {
+          out.error = "probe: " + r.stdout_data + r.stderr_data + r.detail;
+        }
+      },
+      [&](caf::error& e) { out.error = sys.render(e); });
+  caf::anon_send(*pool, shutdown_atom::value);
+  return out;
+}
+
+/// A bare notification round trip: the child calls getppid `n` times, each
+/// answered by this thread with a value.
+percentiles bare_round_trip(long n, bool& sync_wakeup) {
+  percentiles out;
+  int pair[2];
+  if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, pair) != 0) {
+    out.error = "socketpair";
+    return out;
+  }
+  int results[2];
+  if (::pipe2(results, O_CLOEXEC) != 0) {
+    out.error = "pipe";
+    return out;
+  }
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    ::close(pair[0]);
+    ::close(results[0]);
+    if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0)
+      ::_exit(1);
+    platform::notify_spec spec;
+    spec.syscalls = {"getppid"};
+    auto listener = platform::install_notify_filter(spec);
+    if (!listener || !platform::send_fd(pair[1], listener->get()))
+      ::_exit(2);
+    listener->reset();
+    std::vector<long> ns(static_cast<std::size_t>(n));
+    for (long i = 0; i < n; ++i) {
+      timespec a;
+      timespec b;
+      ::clock_gettime(CLOCK_MONOTONIC, &a);
+      (void)::syscall(SYS_getppid);
+      ::clock_gettime(CLOCK_MONOTONIC, &b);
+      ns[static_cast<std::size_t>(i)] = (b.tv_sec - a.tv_sec) * 1000000000L + (b.tv_nsec - a.tv_nsec);
+    }
+    const auto bytes = static_cast<std::size_t>(n) * sizeof(long);
+    (void)!::write(results[1], ns.data(), bytes);
+    ::_exit(0);
+  }
+  ::close(pair[1]);
+  ::close(results[1]);
+  auto fd = platform::receive_fd(pair[0]);
+  ::close(pair[0]);
+  if (!fd || !fd->fd) {
+    out.error = fd ? "the child sent no listener" : fd.error().describe();
+    return out;
+  }
+  platform::notify_listener listener(std::move(fd->fd));
+  sync_wakeup = listener.set_sync_wakeup();
+  for (long i = 0; i < n; ++i) {
+    auto note = listener.receive();
+    if (!note) {
+      out.error = note.error().describe();
+      break;
+    }
+    (void)listener.respond_value(note->id, 1);
+  }
+  std::vector<long> ns(static_cast<std::size_t>(n));
+  std::size_t got = 0;
+  const std::size_t want = static_cast<std::size_t>(n) * sizeof(long);
+  while (got < want) {
+    const ssize_t r = ::read(results[0], reinterpret_cast<char*>(ns.data()) + got, want - got);
+    if (r <= 0)
+      break;
+    got += static_cast<std::size_t>(r);
+  }
+  ::close(results[0]);
+  ::waitpid(pid, nullptr, 0);
+  if (got != want) {
+    if (out.error.empty())
+      out.error = "child reported no samples";
+    return out;
+  }
+  bench::samples s;
+  for (long v : ns)
+    s.add(static_cast<double>(v) / 1000.0);
+  out.p50_us = s.percentile(0.50);
+  out.p99_us = s.percentile(0.99);
+  out.ok = true;
+  return out;
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+  const long opens = argc > 1 ? std::atol(argv[1]) : 20000;
+  if (opens <= 0) {
+    std::fprintf(stderr, "usage: bench_notify [opens]\n");
+    return 2;
+  }
+  auto layout = platform::find_install_layout();
+  if (!layout || layout->policies_dir.empty()) {
+    std::fprintf(stderr, "bench_notify: cannot find the install layout (policies)\n");
+    return 1;
+  }
+  char self_exe[4096];
+  const ssize_t len = ::readlink("/proc/self/exe", self_exe, sizeof self_exe - 1);
+  if (len <= 0)
+    return 1;
+  self_exe[len] = '\0';
+  std::string build = self_exe;
+  build = build.substr(0, build.find_last_of('/')); // bin
+  build = build.substr(0, build.find_last_of('/'));
+  const std::string probe = build + "/test-bin/notify_probe";
+  if (::access(probe.c_str(), X_OK) != 0) {
+    std::fprintf(stderr, "bench_notify: %s not found (build the notify_probe target)\n",
+                 probe.c_str());
+    return 1;
+  }
+  const std::string dir = layout->policies_dir;
+  auto plain = policy::load_policy(dir + "/default.json", dir);
+  if (!plain) {
+    std::fprintf(stderr, "bench_notify: %s\n", plain.to_failure().describe().c_str());
+    return 1;
+  }
+  // The same policy plus a write carve-out: opens for writing are decided.
+  policy::policy_document decided = *plain;
+  policy::fs_rule carve;
+  carve.verdict = policy::action::deny;
+  carve.path = "/tmp/never";
+  carve.perms = policy::to_access(policy::fs_perm::write_file);
+  decided.fs_rules.push_back(carve);
+
+  caf::actor_system_config cfg;
+  prepare_actor_system_config(cfg);
+  caf::actor_system sys{cfg};
+
+  bool sync = false;
+  auto floor = bare_round_trip(opens, sync);
+  auto base = sandboxed_loop(sys, *plain, probe, opens);
+  auto med = sandboxed_loop(sys, decided, probe, opens);
+  for (const auto* p : {&floor, &base, &med})
+    if (!p->ok) {
+      std::fprintf(stderr, "bench_notify: %s\n", p->error.c_str());
+      return 1;
+    }
+  std::printf("seccomp user notification, %ld calls each (µs per call)\n", opens);
+  std::printf("%-44s %9s %9s\n", "", "p50", "p99");
+  std::printf("%-44s %9.2f %9.2f\n",
+              sync ? "bare round trip (getppid, sync wake-up)" : "bare round trip (getppid)",
+              floor.p50_us, floor.p99_us);
+  std::printf("%-44s %9.2f %9.2f\n", "open+close in a sandbox, not decided", base.p50_us,
+              base.p99_us);
+  std::printf("%-44s %9.2f %9.2f\n", "open+close in a sandbox, decided", med.p50_us, med.p99_us);
+  std::printf("%-44s %9.2f %9.2f\n", "added per decided open", med.p50_us - base.p50_us,
+              med.p99_us - base.p99_us);
+  return 0;
+}

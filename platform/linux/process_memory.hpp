@@ -1,0 +1,48 @@
+#pragma once
+
+/// @file process_memory.hpp
+/// Bounded reads of another process's memory, for the supervisor deciding a
+/// seccomp notification. The target is hostile: an address may be unmapped,
+/// a string may have no terminator, and another thread may rewrite the bytes
+/// while they are read. So every read has a length limit, a string is
+/// copied once and only the copy is used, and a failure is an error value,
+/// never a crash. process_vm_readv is used; where it is refused (kernels
+/// without CONFIG_CROSS_MEMORY_ATTACH) /proc/<pid>/mem is read instead.
+
+#include <sys/types.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "ipc/result.hpp"
+#include "ipc/unique_fd.hpp"
+
+namespace castellan::platform {
+
+class process_memory {
+public:
+  /// Reads from `pid` (a thread id is fine).
+  explicit process_memory(pid_t pid) noexcept : pid_(pid) {}
+
+  /// Copies exactly `len` bytes at `addr` into `out`; a short read (an
+  /// unmapped page inside the range) is an error (EFAULT).
+  outcome<void> read(uint64_t addr, void* out, std::size_t len) noexcept;
+
+  /// Copies the NUL-terminated string at `addr`, at most `max_len` bytes
+  /// before the terminator: a longer one is an error (ENAMETOOLONG). Reads
+  /// page by page, so a string ending just before an unmapped page is read.
+  outcome<std::string> read_string(uint64_t addr, std::size_t max_len);
+
+  pid_t pid() const noexcept { return pid_; }
+
+private:
+  /// Bytes read (possibly fewer than asked at an unmapped page), or -errno.
+  ssize_t read_some(uint64_t addr, void* out, std::size_t len) noexcept;
+
+  pid_t pid_;
+  bool use_proc_mem_ = false; ///< process_vm_readv was refused with ENOSYS/EPERM
+  unique_fd mem_;             ///< /proc/<pid>/mem, opened on first use
+};
+
+} // namespace castellan::platform

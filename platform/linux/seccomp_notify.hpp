@@ -1,0 +1,99 @@
+#pragma once
+
+/// @file seccomp_notify.hpp
+/// seccomp user notification: the filter that sends chosen system calls to
+/// the supervisor (SECCOMP_RET_USER_NOTIF) and the listener through which
+/// the supervisor receives them and answers — with an errno, a value, a file
+/// descriptor of its own injected into the caller (SECCOMP_IOCTL_NOTIF_ADDFD
+/// with SECCOMP_ADDFD_FLAG_SEND), or "continue".
+///
+/// The notify filter is a second filter next to the anti-escape filter
+/// (seccomp_filter.hpp): the kernel runs every filter and applies the most
+/// restrictive action, so a call the anti-escape filter refuses never
+/// reaches the supervisor.
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "ipc/result.hpp"
+#include "ipc/unique_fd.hpp"
+
+namespace castellan::platform {
+
+/// Which system calls go to the supervisor.
+struct notify_spec {
+  /// Names (libseccomp's); an unknown name is an error, a name this
+  /// architecture lacks (e.g. `open` on aarch64) is skipped.
+  std::vector<std::string> syscalls;
+  /// open/openat only when they may change something: an access mode other
+  /// than O_RDONLY, or O_CREAT, or O_TRUNC (the flags are in a register, so
+  /// the filter can see them). creat and openat2 (flags in memory) always.
+  bool open_writes_only = false;
+
+  bool empty() const noexcept { return syscalls.empty(); }
+};
+
+/// Loads the notify filter on this thread and returns its listener fd
+/// (close-on-exec). no_new_privs must be set (apply_seccomp does). Every
+/// later thread and child inherits the filter; a call in the set blocks
+/// until the listener answers, and fails with ENOSYS once every copy of
+/// the listener is closed.
+outcome<unique_fd> install_notify_filter(const notify_spec& spec);
+
+/// One notification, copied out of the kernel's structure.
+struct notification {
+  uint64_t id = 0;
+  pid_t pid = 0;        ///< thread id of the caller, in the receiver's pid namespace
+  int nr = -1;          ///< system call number
+  uint32_t arch = 0;
+  uint64_t args[6] = {};
+};
+
+/// The supervisor's end: receives notifications and answers them.
+class notify_listener {
+public:
+  explicit notify_listener(unique_fd fd) noexcept : fd_(std::move(fd)) {}
+
+  int fd() const noexcept { return fd_.get(); }
+
+  /// Asks the kernel to wake the caller on the answering CPU
+  /// (SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP, Linux 6.6): the round trip then
+  /// costs a few microseconds instead of a cross-core wake-up. False when
+  /// the kernel lacks it (the listener still works).
+  bool set_sync_wakeup() noexcept;
+
+  /// The next notification. ENOENT: the caller went away (killed, or its
+  /// call was interrupted) between the poll and the receive; EAGAIN/EINTR
+  /// as usual. Never blocks if the fd was reported readable.
+  outcome<notification> receive() noexcept;
+
+  /// Whether notification `id` is still pending: call it after reading
+  /// the caller's memory and before acting on what was read (the caller may
+  /// have died and its pid been reused).
+  bool id_valid(uint64_t id) const noexcept;
+
+  /// The call fails with `err` (a positive errno).
+  outcome<void> respond_error(uint64_t id, int err) noexcept;
+  /// The call returns `value`.
+  outcome<void> respond_value(uint64_t id, int64_t value) noexcept;
+  /// The kernel runs the call itself. Only for calls whose arguments the
+  /// caller can no longer change in a way that matters (see docs/security.md).
+  outcome<void> respond_continue(uint64_t id) noexcept;
+
+  /// Installs a duplicate of `fd` in the caller (close-on-exec when
+  /// `cloexec`) and answers the call with its number, atomically
+  /// (SECCOMP_ADDFD_FLAG_SEND). Returns that number.
+  outcome<int> respond_with_fd(uint64_t id, int fd, bool cloexec) noexcept;
+
+private:
+  unique_fd fd_;
+};
+
+/// True when this kernel supports SECCOMP_ADDFD_FLAG_SEND (5.14): checked
+/// by the pool before it relies on fd injection.
+bool notify_supported() noexcept;
+
+} // namespace castellan::platform

@@ -1,0 +1,232 @@
+// seccomp user notification and the hostile-memory reader, against the real
+// kernel: a forked child loads the notify filter and hands its listener over
+// a socketpair; this process answers its calls.
+
+#include <boost/test/unit_test.hpp>
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <string>
+
+#include "platform/linux/fd_passing.hpp"
+#include "platform/linux/process_memory.hpp"
+#include "platform/linux/seccomp_notify.hpp"
+
+using namespace castellan;
+using namespace castellan::platform;
+
+namespace {
+
+/// A child that loads a notify filter for openat (writes only), sends the
+/// listener, then opens `path` for writing and reports the outcome: writes
+/// "ok" into the fd it got back, or exits with the errno.
+struct notified_child {
+  pid_t pid = -1;
+  unique_fd sock;
+  char path[64] = "/notify-test/target";
+
+  void start() {
+    int pair[2];
+    BOOST_REQUIRE(::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, pair) == 0);
+    pid = ::fork();
+    BOOST_REQUIRE(pid >= 0);
+    if (pid == 0) {
+      ::close(pair[0]);
+      if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0)
+        ::_exit(100);
+      notify_spec spec;
+      spec.syscalls = {"openat"};
+      spec.open_writes_only = true;
+      auto listener = install_notify_filter(spec);
+      if (!listener)
+        ::_exit(101);
+      if (!send_fd(pair[1], listener->get()))
+        ::_exit(102);
+      listener->reset();
+      // Reads are not in the filter: they reach the kernel directly.
+      const int ro = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+      if (ro < 0)
+        ::_exit(103);
+      ::close(ro);
+      const int fd = ::open(path, O_WRONLY | O_CLOEXEC);
+      if (fd < 0)
+        ::_exit(errno);
+      ::_exit(::write(fd, "ok", 2) == 2 ? 0 : 104);
+    }
+    ::close(pair[1]);
+    sock.reset(pair[0]);
+  }
+
+  int wait() const {
+    int st = 0;
+    ::waitpid(pid, &st, 0);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : 200 + WTERMSIG(st);
+  }
+};
+
+} // namespace
+
+BOOST_AUTO_TEST_SUITE(seccomp_notify_tests)
+
+BOOST_AUTO_TEST_CASE(a_write_open_is_answered_with_an_injected_fd) {
+  if (!notify_supported()) {
+    BOOST_TEST_MESSAGE("skipped: this kernel has no seccomp user notification");
+    return;
+  }
+  notified_child child;
+  child.start();
+  auto fd = receive_fd(child.sock.get());
+  BOOST_REQUIRE_MESSAGE(fd, (fd ? "" : fd.error().describe()));
+  BOOST_REQUIRE(fd->fd);
+  notify_listener listener(std::move(fd->fd));
+  (void)listener.set_sync_wakeup(); // optional (Linux 6.6)
+  auto n = listener.receive();
+  BOOST_REQUIRE_MESSAGE(n, (n ? "" : n.error().describe()));
+  BOOST_TEST(n->nr == SYS_openat);
+  BOOST_TEST(n->pid == child.pid);
+  process_memory mem(n->pid);
+  auto path = mem.read_string(n->args[1], 4095);
+  BOOST_REQUIRE_MESSAGE(path, (path ? "" : path.error().describe()));
+  BOOST_TEST(*path == "/notify-test/target");
+  BOOST_TEST(listener.id_valid(n->id));
+  int pipe_fds[2];
+  BOOST_REQUIRE(::pipe2(pipe_fds, O_CLOEXEC) == 0);
+  unique_fd rd(pipe_fds[0]);
+  unique_fd wr(pipe_fds[1]);
+  auto injected = listener.respond_with_fd(n->id, wr.get(), true);
+  BOOST_REQUIRE_MESSAGE(injected, (injected ? "" : injected.error().describe()));
+  BOOST_TEST(*injected >= 0);
+  wr.reset();
+  BOOST_TEST(child.wait() == 0);
+  char buf[4] = {};
+  BOOST_TEST(::read(rd.get(), buf, sizeof buf) == 2);
+  BOOST_TEST(std::string(buf, 2) == "ok");
+  // Answered: the id is no longer pending.
+  BOOST_TEST(!listener.id_valid(n->id));
+}
+
+BOOST_AUTO_TEST_CASE(a_denial_is_the_errno_the_caller_sees) {
+  if (!notify_supported()) {
+    BOOST_TEST_MESSAGE("skipped: this kernel has no seccomp user notification");
+    return;
+  }
+  notified_child child;
+  child.start();
+  auto fd = receive_fd(child.sock.get());
+  BOOST_REQUIRE(fd);
+  BOOST_REQUIRE(fd->fd);
+  notify_listener listener(std::move(fd->fd));
+  auto n = listener.receive();
+  BOOST_REQUIRE(n);
+  BOOST_TEST(listener.respond_error(n->id, EACCES).has_value());
+  BOOST_TEST(child.wait() == EACCES);
+}
+
+BOOST_AUTO_TEST_CASE(an_unknown_syscall_name_is_refused) {
+  notify_spec spec;
+  spec.syscalls = {"opneat"};
+  auto r = install_notify_filter(spec); // fails before anything is loaded
+  BOOST_REQUIRE(!r);
+  BOOST_TEST(r.error().describe().find("opneat") != std::string::npos);
+  BOOST_TEST(!install_notify_filter(notify_spec{}));
+}
+
+BOOST_AUTO_TEST_CASE(receive_fd_reports_a_message_without_a_descriptor) {
+  int pair[2];
+  BOOST_REQUIRE(::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, pair) == 0);
+  unique_fd a(pair[0]);
+  unique_fd b(pair[1]);
+  BOOST_REQUIRE(::send(b.get(), "x", 1, 0) == 1);
+  auto r = receive_fd(a.get());
+  BOOST_REQUIRE(r);
+  BOOST_TEST(!r->fd.valid());
+  BOOST_TEST(!r->closed);
+  auto none = receive_fd(a.get(), MSG_DONTWAIT);
+  BOOST_REQUIRE(!none);
+  BOOST_TEST(none.error().code == EAGAIN);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+BOOST_AUTO_TEST_SUITE(process_memory_tests)
+
+namespace {
+
+/// A child that sits still until killed; its memory is a copy of ours.
+struct frozen_child {
+  pid_t pid = -1;
+  frozen_child() {
+    pid = ::fork();
+    if (pid == 0) {
+      for (;;)
+        ::pause();
+    }
+  }
+  ~frozen_child() {
+    ::kill(pid, SIGKILL);
+    ::waitpid(pid, nullptr, 0);
+  }
+};
+
+} // namespace
+
+BOOST_AUTO_TEST_CASE(strings_and_bytes_are_copied_with_limits) {
+  static const char text[] = "/tmp/some/path";
+  frozen_child child;
+  process_memory mem(child.pid);
+  const auto addr = reinterpret_cast<uint64_t>(text);
+  auto s = mem.read_string(addr, 4095);
+  BOOST_REQUIRE_MESSAGE(s, (s ? "" : s.error().describe()));
+  BOOST_TEST(*s == text);
+  auto longer = mem.read_string(addr, 4);
+  BOOST_REQUIRE(!longer);
+  BOOST_TEST(longer.error().code == ENAMETOOLONG);
+  char buf[5] = {};
+  BOOST_TEST(mem.read(addr, buf, 4).has_value());
+  BOOST_TEST(std::string(buf) == "/tmp");
+  BOOST_TEST(!mem.read_string(0, 4095));
+  BOOST_TEST(!mem.read(~uint64_t{0} - 2, buf, 4)); // wraps around
+}
+
+BOOST_AUTO_TEST_CASE(a_string_running_into_an_unmapped_page_is_an_error) {
+  const long page = ::sysconf(_SC_PAGESIZE);
+  auto* region = static_cast<char*>(::mmap(nullptr, static_cast<std::size_t>(page) * 2,
+                                           PROT_READ | PROT_WRITE,
+                                           MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
+  BOOST_REQUIRE(region != MAP_FAILED);
+  BOOST_REQUIRE(::munmap(region + page, static_cast<std::size_t>(page)) == 0);
+  std::memset(region, 'a', static_cast<std::size_t>(page)); // no terminator before the hole
+  // A string that ends right before the hole is fine.
+  region[page - 1] = '\0';
+  region[page - 3] = 'z';
+  frozen_child child;
+  process_memory mem(child.pid);
+  auto whole = mem.read_string(reinterpret_cast<uint64_t>(region + page - 3), 4095);
+  BOOST_REQUIRE(whole);
+  BOOST_TEST(*whole == "za");
+  ::munmap(region, static_cast<std::size_t>(page));
+  // No terminator before the hole: an error, never a read past it.
+  auto* open_ended = static_cast<char*>(::mmap(nullptr, static_cast<std::size_t>(page) * 2,
+                                               PROT_READ | PROT_WRITE,
+                                               MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
+  BOOST_REQUIRE(open_ended != MAP_FAILED);
+  BOOST_REQUIRE(::munmap(open_ended + page, static_cast<std::size_t>(page)) == 0);
+  std::memset(open_ended, 'b', static_cast<std::size_t>(page));
+  frozen_child other;
+  process_memory mem2(other.pid);
+  auto r = mem2.read_string(reinterpret_cast<uint64_t>(open_ended + 16), 8192);
+  BOOST_REQUIRE(!r);
+  BOOST_TEST(r.error().code == EFAULT);
+  ::munmap(open_ended, static_cast<std::size_t>(page));
+}
+
+BOOST_AUTO_TEST_SUITE_END()
