@@ -27,7 +27,6 @@ const char* status_text(unsigned status) {
     case 408: return "Request Timeout";
     case 429: return "Too Many Requests";
     case 431: return "Request Header Fields Too Large";
-    case 501: return "Not Implemented";
     case 502: return "Bad Gateway";
     case 503: return "Service Unavailable";
     case 504: return "Gateway Timeout";
