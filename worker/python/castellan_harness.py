@@ -31,6 +31,7 @@ _HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, _HERE)
 try:
     import castellan_wire as wire
+    import castellan_tighten as tighten
 finally:
     sys.path.remove(_HERE)
 
@@ -64,6 +65,7 @@ EXIT_BROKEN_WIRE = 3
 HARNESS_FILES = frozenset({
     __file__, os.path.abspath(__file__),
     wire.__file__, os.path.abspath(wire.__file__),
+    tighten.__file__, os.path.abspath(tighten.__file__),
 })
 
 # Harness states (what the main thread is doing).
@@ -199,6 +201,9 @@ class Harness:
                          daemon=True).start()
         self.child = None
         self.in_forked_child = False
+        # (request id, parsed description or TighteningError) of a TIGHTEN
+        # frame, until the CODE frame it announces arrives.
+        self.pending_tighten = None
         self.wire = wire.Wire(segment_fd, to_worker_fd, to_supervisor_fd,
                               on_broken=self._broken)
         for fd in (segment_fd, to_worker_fd, to_supervisor_fd):
@@ -381,11 +386,14 @@ class Harness:
         payload = json.dumps(body, ensure_ascii=False).encode("utf-8")
         self.wire.send(mtype, request_id, payload)
 
-    def send_result(self, request_id, exit_code, exception):
+    def send_result(self, request_id, exit_code, exception, extra=None):
         """RESULT, with the exception's strings shortened until it fits one
-        frame (a ring of 4 KiB still gets a readable result)."""
+        frame (a ring of 4 KiB still gets a readable result). `extra` adds
+        fields (the tightening report, a refusal)."""
         limit = self.wire.writer.max_payload
         body = {"exit_code": exit_code, "exception": exception}
+        if extra:
+            body.update(extra)
         while True:
             payload = json.dumps(body, ensure_ascii=False).encode("utf-8")
             if len(payload) <= limit or exception is None:
@@ -534,22 +542,29 @@ class Harness:
 
     # --- CODE in a forked child (fork mode) -------------------------------------------
 
-    def run_code_forked(self, request_id, source):
+    def run_code_forked(self, request_id, source, tightening=None):
         self._prepare(request_id)
+        status_r, status_w = os.pipe() if tightening is not None else (None, None)
         result_r, result_w = os.pipe()
         try:
             pid = os.fork()
         except OSError as e:
-            os.close(result_r)
-            os.close(result_w)
+            for fd in (result_r, result_w, status_r, status_w):
+                if fd is not None:
+                    os.close(fd)
             self._send_stderr(f"castellan: cannot fork the exec's process: {e.strerror}\n")
             self.send_result(request_id, 1, {"type": "OSError", "message": str(e),
                                              "traceback": ""})
             return
         if pid == 0:
             os.close(result_r)
+            if tightening is not None:
+                os.close(status_r)
+                tighten.in_child(tightening, status_w)  # exits unless all of it applied
             self._child_run(source, result_w)  # never returns
         os.close(result_w)
+        if status_w is not None:
+            os.close(status_w)
         report = self._collect_report(pid, result_r)
         os.close(result_r)
         _, status = os.waitpid(pid, 0)
@@ -579,10 +594,36 @@ class Harness:
         elif os.WIFEXITED(status):
             # os._exit() in the code: its status is the exec's exit code.
             exit_code = os.WEXITSTATUS(status)
+        extra = None
+        if status_r is not None:
+            try:
+                extra = {"tightening": tighten.outcome(status_r)}
+            except tighten.TighteningError as e:
+                self._collect_output()
+                self._refuse(request_id, str(e))
+                return
+            finally:
+                os.close(status_r)
         self._collect_output()
         if exit_message is not None:
             self._send_stderr(exit_message)
-        self.send_result(request_id, exit_code, exception)
+        self.send_result(request_id, exit_code, exception, extra)
+
+    def _refuse(self, request_id, reason):
+        """RESULT for a request whose code did not run because its
+        per-request tightening could not be applied."""
+        self.send_result(request_id, tighten.EXIT_REFUSED, None,
+                         {"refused": f"per-request tightening: {reason}"})
+
+    def _take_tightening(self, request_id):
+        """The description a TIGHTEN frame announced for `request_id`
+        (None without one); the frame must come right before its CODE."""
+        pending, self.pending_tighten = self.pending_tighten, None
+        if pending is None:
+            return None
+        if pending[0] != request_id:
+            self.wire.broken(f"TIGHTEN for request {pending[0]} followed by request {request_id}")
+        return pending[1]
 
     def _collect_report(self, pid, result_r):
         """The child's report, read until the child has exited. Not until
@@ -686,8 +727,27 @@ class Harness:
                 self._die_of(t.signum)
             self.state = FINISHING
             mtype, request_id, payload = frame
-            if mtype == wire.CODE and self.mode == "fork":
-                self.run_code_forked(request_id, payload)
+            if mtype == wire.TIGHTEN:
+                if self.pending_tighten is not None:
+                    self.wire.broken("two TIGHTEN frames without a CODE between them")
+                try:
+                    parsed = tighten.parse(payload)
+                except tighten.TighteningError as e:
+                    parsed = e
+                self.pending_tighten = (request_id, parsed)
+                continue
+            tightening = self._take_tightening(request_id) \
+                if mtype in (wire.CODE, wire.COMMAND) else None
+            if tightening is not None and (mtype != wire.CODE or self.mode != "fork"):
+                # Only a process forked for the exec can be narrowed: the warm
+                # interpreter of reuse mode would keep the restrictions.
+                self._refuse(request_id, "only a CODE request in fork mode can be narrowed "
+                             f"(this is a {'COMMAND' if mtype == wire.COMMAND else 'CODE'} "
+                             f"request in {self.mode} mode)")
+            elif isinstance(tightening, tighten.TighteningError):
+                self._refuse(request_id, str(tightening))
+            elif mtype == wire.CODE and self.mode == "fork":
+                self.run_code_forked(request_id, payload, tightening)
             elif mtype == wire.CODE:
                 self.run_code(request_id, payload)
             elif mtype == wire.COMMAND:
