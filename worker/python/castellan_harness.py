@@ -544,7 +544,16 @@ class Harness:
 
     def run_code_forked(self, request_id, source, tightening=None):
         self._prepare(request_id)
-        status_r, status_w = os.pipe() if tightening is not None else (None, None)
+        prepared = None
+        if tightening is not None:
+            # Built here, not in the child: every page the child touches is
+            # copied, the zygote's are its own.
+            try:
+                prepared = tighten.prepare(tightening)
+            except tighten.TighteningError as e:
+                self._refuse(request_id, str(e))
+                return
+        status_r, status_w = os.pipe() if prepared is not None else (None, None)
         result_r, result_w = os.pipe()
         try:
             pid = os.fork()
@@ -552,18 +561,22 @@ class Harness:
             for fd in (result_r, result_w, status_r, status_w):
                 if fd is not None:
                     os.close(fd)
+            if prepared is not None:
+                prepared.close()
             self._send_stderr(f"castellan: cannot fork the exec's process: {e.strerror}\n")
             self.send_result(request_id, 1, {"type": "OSError", "message": str(e),
                                              "traceback": ""})
             return
         if pid == 0:
             os.close(result_r)
-            if tightening is not None:
+            if prepared is not None:
                 os.close(status_r)
-                tighten.in_child(tightening, status_w)  # exits unless all of it applied
+                tighten.in_child(prepared, status_w)  # exits unless all of it applied
             self._child_run(source, result_w)  # never returns
         os.close(result_w)
-        if status_w is not None:
+        if prepared is not None:
+            # No later exec's process may inherit the ruleset.
+            prepared.close()
             os.close(status_w)
         report = self._collect_report(pid, result_r)
         os.close(result_r)

@@ -2,22 +2,28 @@
 
 In fork mode the supervisor may run a request whose policy is stricter than
 the pool's on the pool's warm zygote. It then sends a TIGHTEN frame (JSON,
-docs/wire.md) before the CODE frame, and the child forked for that CODE calls
-`apply()` right after the fork, before any of the code runs:
+docs/wire.md) before the CODE frame, and the process forked for that CODE is
+narrowed before any of the code runs:
 
 - an additional Landlock ruleset (the rules the request policy's own pool
-  would have had), created, filled and enforced with the raw system calls,
-  with the same ABI handling as platform/linux/landlock.cpp;
+  would have had), with the same ABI handling as
+  platform/linux/landlock.cpp;
 - an additional seccomp filter, a classic-BPF program built by the
-  supervisor (libseccomp) and installed here with prctl(PR_SET_SECCOMP).
+  supervisor (libseccomp), installed with prctl(PR_SET_SECCOMP).
 
 Both only ever take rights away: a process cannot leave a Landlock domain or
-remove a seccomp filter, and the kernel intersects every layer. Anything that
-cannot be applied exactly as asked raises TighteningError, and the child must
-then exit without running the code (fail closed).
+remove a seccomp filter, and the kernel intersects every layer.
 
-The description is validated field by field before anything is applied; it
-comes from the supervisor, but a malformed one must never be half-applied.
+The work is split so that the child does as little as possible (every page
+it touches after the fork is copied): the zygote validates the description
+(`parse`) and builds the ruleset and the filter (`prepare`) right before the
+fork; the child only enforces them (`in_child`: no_new_privs,
+landlock_restrict_self, closing the ruleset, PR_SET_SECCOMP) and reports.
+The zygote closes its copy of the ruleset right after the fork, so no other
+exec's process ever holds it (a process holding a ruleset could add rules to
+it). Anything that cannot be done exactly as described raises
+TighteningError in the zygote, or makes the child exit without running the
+code (fail closed).
 """
 
 import base64
@@ -26,6 +32,7 @@ import ctypes
 import json
 import os
 import stat
+import time
 
 VERSION = 1
 
@@ -204,7 +211,7 @@ def parse(payload):
     return spec
 
 
-# --- application ------------------------------------------------------------------
+# --- preparation, in the zygote ------------------------------------------------------
 
 
 def _landlock_abi():
@@ -227,39 +234,86 @@ def _rights_of_abi(abi):
     return fs, NET_ALL if abi >= 4 else 0, SCOPE_ALL if abi >= 6 else 0
 
 
-def _apply_landlock(spec):
-    best_effort = spec["best_effort"]
-    report = {"abi": _landlock_abi(), "enforced": False}
-    abi = report["abi"]
-    if abi == 0:
-        if best_effort and not spec["require_net"]:
-            report["skipped"] = "the kernel has no Landlock"
-            return report
-        raise TighteningError("Landlock: the kernel has no Landlock (or it is not an active LSM)")
-    fs_ok, net_ok, scope_ok = _rights_of_abi(abi)
-    dropped_fs = spec["handled_fs"] & ~fs_ok
-    dropped_net = spec["handled_net"] & ~net_ok
-    dropped_scoped = spec["scoped"] & ~scope_ok
-    if spec["require_net"] and dropped_net:
-        raise TighteningError(f"Landlock: ABI {abi} cannot restrict TCP, which this policy "
-                              f"needs (the pool's workers have network)")
-    if not best_effort and (dropped_fs or dropped_net or dropped_scoped):
-        missing = _names(FS_RIGHTS, dropped_fs) + _names(NET_RIGHTS, dropped_net) + \
-            ["scope " + n for n in _names(SCOPES, dropped_scoped)]
-        raise TighteningError(f"Landlock: the kernel's ABI {abi} lacks {','.join(missing)} "
-                              f"(best_effort is off)")
-    handled_fs = spec["handled_fs"] & fs_ok
-    handled_net = spec["handled_net"] & net_ok
-    scoped = spec["scoped"] & scope_ok
-    attr = _RulesetAttr(handled_fs, handled_net, scoped)
-    size = 24 if abi >= 6 else 16 if abi >= 4 else 8
-    ruleset = _libc.syscall(ctypes.c_long(SYS_LANDLOCK_CREATE_RULESET), ctypes.byref(attr),
-                            ctypes.c_long(size), ctypes.c_long(0))
-    if ruleset < 0:
-        raise TighteningError(f"Landlock: landlock_create_ruleset: {_errno_text()}")
-    path_rules = port_rules = 0
-    skipped = []
-    try:
+class Prepared:
+    """A description made ready to enforce: the Landlock ruleset created and
+    filled (an fd the zygote holds until it has forked), the seccomp program
+    in a buffer, and the report of what they will do."""
+
+    def __init__(self, spec):
+        started = time.perf_counter_ns()
+        self.ruleset = -1
+        self.policy = spec["policy"]
+        self.landlock_report = None
+        self.seccomp_report = None
+        self._fprog = None
+        machine = os.uname().machine
+        if spec["arch"] != machine:
+            raise TighteningError(f"the seccomp program is for {spec['arch']}, "
+                                  f"this is {machine}")
+        try:
+            if spec.get("landlock") is not None:
+                self._prepare_landlock(spec["landlock"])
+            if spec.get("seccomp") is not None:
+                self._prepare_seccomp(spec["seccomp"])
+        except BaseException:
+            self.close()
+            raise
+        # The child's calls with their arguments built here: each object the
+        # child creates or touches after the fork costs it a page copy.
+        self._no_new_privs = (ctypes.c_int(PR_SET_NO_NEW_PRIVS), ctypes.c_ulong(1),
+                              ctypes.c_ulong(0), ctypes.c_ulong(0), ctypes.c_ulong(0))
+        self._restrict = (ctypes.c_long(SYS_LANDLOCK_RESTRICT_SELF), ctypes.c_long(self.ruleset),
+                          ctypes.c_long(0))
+        self._set_seccomp = None
+        if self._fprog is not None:
+            self._set_seccomp = (ctypes.c_int(PR_SET_SECCOMP), ctypes.c_ulong(SECCOMP_MODE_FILTER),
+                                 ctypes.cast(ctypes.pointer(self._fprog), ctypes.c_void_p),
+                                 ctypes.c_ulong(0), ctypes.c_ulong(0))
+        self.report = {"policy": self.policy, "applied_in": "exec process",
+                       "landlock": self.landlock_report, "seccomp": self.seccomp_report,
+                       "prepare_us": (time.perf_counter_ns() - started) // 1000, "apply_us": 0}
+
+    def close(self):
+        """Closes the ruleset (the zygote, once it has forked; idempotent)."""
+        if self.ruleset >= 0:
+            os.close(self.ruleset)
+            self.ruleset = -1
+
+    def _prepare_landlock(self, spec):
+        best_effort = spec["best_effort"]
+        abi = _landlock_abi()
+        report = {"abi": abi, "enforced": False}
+        self.landlock_report = report
+        if abi == 0:
+            if best_effort and not spec["require_net"]:
+                report["skipped"] = "the kernel has no Landlock"
+                return
+            raise TighteningError("Landlock: the kernel has no Landlock (or it is not an "
+                                  "active LSM)")
+        fs_ok, net_ok, scope_ok = _rights_of_abi(abi)
+        dropped_fs = spec["handled_fs"] & ~fs_ok
+        dropped_net = spec["handled_net"] & ~net_ok
+        dropped_scoped = spec["scoped"] & ~scope_ok
+        if spec["require_net"] and dropped_net:
+            raise TighteningError(f"Landlock: ABI {abi} cannot restrict TCP, which this policy "
+                                  f"needs (the pool's workers have network)")
+        if not best_effort and (dropped_fs or dropped_net or dropped_scoped):
+            missing = _names(FS_RIGHTS, dropped_fs) + _names(NET_RIGHTS, dropped_net) + \
+                ["scope " + n for n in _names(SCOPES, dropped_scoped)]
+            raise TighteningError(f"Landlock: the kernel's ABI {abi} lacks {','.join(missing)} "
+                                  f"(best_effort is off)")
+        handled_fs = spec["handled_fs"] & fs_ok
+        handled_net = spec["handled_net"] & net_ok
+        scoped = spec["scoped"] & scope_ok
+        attr = _RulesetAttr(handled_fs, handled_net, scoped)
+        size = 24 if abi >= 6 else 16 if abi >= 4 else 8
+        ruleset = _libc.syscall(ctypes.c_long(SYS_LANDLOCK_CREATE_RULESET), ctypes.byref(attr),
+                                ctypes.c_long(size), ctypes.c_long(0))
+        if ruleset < 0:
+            raise TighteningError(f"Landlock: landlock_create_ruleset: {_errno_text()}")
+        self.ruleset = ruleset  # close-on-exec, as every Landlock ruleset fd
+        path_rules = port_rules = 0
+        skipped = []
         for rule in spec["paths"]:
             path = rule["path"]
             try:
@@ -298,56 +352,56 @@ def _apply_landlock(spec):
                 raise TighteningError(f"Landlock: add rule tcp port {rule['port']}: "
                                       f"{_errno_text()}")
             port_rules += 1
-        if _libc.syscall(ctypes.c_long(SYS_LANDLOCK_RESTRICT_SELF), ctypes.c_long(ruleset),
-                         ctypes.c_long(0)) != 0:
-            raise TighteningError(f"Landlock: landlock_restrict_self: {_errno_text()}")
-    finally:
-        os.close(ruleset)
-    report.update({
-        "enforced": True,
-        "handled_fs": _names(FS_RIGHTS, handled_fs),
-        "handled_net": _names(NET_RIGHTS, handled_net),
-        "scoped": _names(SCOPES, scoped),
-        "dropped_fs": _names(FS_RIGHTS, dropped_fs),
-        "dropped_net": _names(NET_RIGHTS, dropped_net),
-        "dropped_scoped": _names(SCOPES, dropped_scoped),
-        "path_rules": path_rules,
-        "port_rules": port_rules,
-        "skipped_paths": skipped,
-    })
-    return report
+        report.update({
+            "handled_fs": _names(FS_RIGHTS, handled_fs),
+            "handled_net": _names(NET_RIGHTS, handled_net),
+            "scoped": _names(SCOPES, scoped),
+            "dropped_fs": _names(FS_RIGHTS, dropped_fs),
+            "dropped_net": _names(NET_RIGHTS, dropped_net),
+            "dropped_scoped": _names(SCOPES, dropped_scoped),
+            "path_rules": path_rules,
+            "port_rules": port_rules,
+            "skipped_paths": skipped,
+        })
+
+    def _prepare_seccomp(self, spec):
+        program = spec["program"]
+        self._buffer = ctypes.create_string_buffer(program, len(program))
+        self._fprog = _SockFprog(len(program) // SOCK_FILTER_SIZE,
+                                 ctypes.cast(self._buffer, ctypes.c_void_p))
+        self.seccomp_report = {"enforced": False, "denied": spec["denied"],
+                               "killed": spec["killed"]}
+
+    # --- in the child -----------------------------------------------------------------
+
+    def enforce(self):
+        """Narrows this process (irreversibly) and returns the report; raises
+        TighteningError if any part fails."""
+        started = time.perf_counter_ns()
+        # Landlock and an unprivileged seccomp filter both need no_new_privs
+        # (the sandbox set it already; a worker without one gets it now).
+        if _libc.prctl(*self._no_new_privs) != 0:
+            raise TighteningError(f"prctl(PR_SET_NO_NEW_PRIVS): {_errno_text()}")
+        # Landlock first: the filter below may deny the Landlock system calls.
+        if self.ruleset >= 0:
+            if _libc.syscall(*self._restrict) != 0:
+                raise TighteningError(f"Landlock: landlock_restrict_self: {_errno_text()}")
+            # Not for the code: a process holding a ruleset can add rules to it.
+            self.close()
+            self.landlock_report["enforced"] = True
+        if self._set_seccomp is not None:
+            if _libc.prctl(*self._set_seccomp) != 0:
+                raise TighteningError(f"seccomp: prctl(PR_SET_SECCOMP): {_errno_text()}")
+            self.seccomp_report["enforced"] = True
+        self.report["apply_us"] = (time.perf_counter_ns() - started) // 1000
+        return self.report
 
 
-def _apply_seccomp(spec):
-    program = spec["program"]
-    buf = ctypes.create_string_buffer(program, len(program))
-    fprog = _SockFprog(len(program) // SOCK_FILTER_SIZE, ctypes.cast(buf, ctypes.c_void_p))
-    if _libc.prctl(ctypes.c_int(PR_SET_SECCOMP), ctypes.c_ulong(SECCOMP_MODE_FILTER),
-                   ctypes.cast(ctypes.pointer(fprog), ctypes.c_void_p), ctypes.c_ulong(0),
-                   ctypes.c_ulong(0)) != 0:
-        raise TighteningError(f"seccomp: prctl(PR_SET_SECCOMP): {_errno_text()}")
-    return {"enforced": True, "denied": spec["denied"], "killed": spec["killed"]}
-
-
-def apply(spec):
-    """Applies a parsed description to this process (irreversibly) and
-    returns what is in force; TighteningError if any part cannot be."""
-    machine = os.uname().machine
-    if spec["arch"] != machine:
-        raise TighteningError(f"the seccomp program is for {spec['arch']}, this is {machine}")
-    # Both Landlock and an unprivileged seccomp filter need no_new_privs (the
-    # sandbox set it already; a worker without one gets it now).
-    if _libc.prctl(ctypes.c_int(PR_SET_NO_NEW_PRIVS), ctypes.c_ulong(1), ctypes.c_ulong(0),
-                   ctypes.c_ulong(0), ctypes.c_ulong(0)) != 0:
-        raise TighteningError(f"prctl(PR_SET_NO_NEW_PRIVS): {_errno_text()}")
-    report = {"policy": spec["policy"], "applied_in": "exec process",
-              "landlock": None, "seccomp": None}
-    # Landlock first: the filter below may deny the Landlock system calls.
-    if spec.get("landlock") is not None:
-        report["landlock"] = _apply_landlock(spec["landlock"])
-    if spec.get("seccomp") is not None:
-        report["seccomp"] = _apply_seccomp(spec["seccomp"])
-    return report
+def prepare(spec):
+    """The zygote's half, right before the fork (TighteningError if any part
+    of `spec`, from parse(), cannot be built). The caller closes it once it
+    has forked."""
+    return Prepared(spec)
 
 
 # --- between the zygote and its child ------------------------------------------------
@@ -357,16 +411,16 @@ def apply(spec):
 EXIT_REFUSED = 126
 
 
-def in_child(spec, status_fd):
-    """The forked child, before the code: applies `spec` (from parse()),
-    writes the outcome as JSON on `status_fd` and closes it, so that nothing
-    the code does later can write there. Returns only when everything was
-    applied and reported; in every other case (an exception of any kind
-    included) the process exits EXIT_REFUSED here, never unwinding into the
-    zygote's code it was forked from."""
+def in_child(prepared, status_fd):
+    """The forked child, before the code: enforces `prepared`, writes the
+    outcome as JSON on `status_fd` and closes it, so that nothing the code
+    does later can write there. Returns only when everything was enforced and
+    reported; in every other case (an exception of any kind included) the
+    process exits EXIT_REFUSED here, never unwinding into the zygote's code
+    it was forked from."""
     try:
         try:
-            body = {"applied": apply(spec)}
+            body = {"applied": prepared.enforce()}
         except TighteningError as e:
             body = {"error": str(e)}
         except BaseException as e:  # noqa: B902 — anything unexpected refuses as well

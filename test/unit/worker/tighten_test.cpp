@@ -8,6 +8,8 @@
 
 #include <sys/utsname.h>
 
+#include <filesystem>
+
 #include <nlohmann/json.hpp>
 
 #include "platform/linux/landlock.hpp"
@@ -114,6 +116,41 @@ BOOST_AUTO_TEST_CASE(landlock_narrows_the_exec_and_only_it) {
   BOOST_REQUIRE_MESSAGE(after.complete, after.problem);
   BOOST_TEST(after.out == "read\n");
   BOOST_TEST(!after.result.contains("tightening"));
+}
+
+BOOST_AUTO_TEST_CASE(no_exec_process_holds_a_ruleset) {
+  if (platform::landlock_abi() == 0) {
+    BOOST_TEST_MESSAGE("SKIP: the kernel has no Landlock");
+    return;
+  }
+  // A process holding a Landlock ruleset fd could add rules to it: the
+  // zygote builds it, the narrowed child closes it before the code runs,
+  // and the zygote closes its own copy once it has forked.
+  const char* const code = R"(
+import os
+held = []
+for fd in os.listdir('/proc/self/fd'):
+    try:
+        held.append(os.readlink('/proc/self/fd/' + fd))
+    except OSError:
+        pass  # the directory listing's own fd, closed since
+print(len(held) > 2, sum('landlock' in h for h in held))
+)";
+  worker_process w({"--mode", "fork"});
+  auto narrowed = tightened(w, 40, usr_only(), code);
+  BOOST_REQUIRE_MESSAGE(narrowed.complete, narrowed.problem);
+  BOOST_TEST(narrowed.out == "True 0\n", narrowed.out + narrowed.err);
+  BOOST_TEST(narrowed.result["tightening"]["landlock"]["enforced"] == true);
+  auto plain = w.run_code(code);
+  BOOST_TEST(plain.out == "True 0\n", plain.out + plain.err);
+  // The zygote itself: nothing left open either.
+  std::string zygote;
+  const std::string dir = "/proc/" + std::to_string(w.harness_pid()) + "/fd";
+  for (const auto& e : std::filesystem::directory_iterator(dir)) {
+    std::error_code ec;
+    zygote += std::filesystem::read_symlink(e.path(), ec).string() + "\n";
+  }
+  BOOST_TEST(zygote.find("landlock") == std::string::npos, zygote);
 }
 
 BOOST_AUTO_TEST_CASE(a_seccomp_program_denies_in_the_exec_only) {
