@@ -7,10 +7,13 @@
 
 #include <stdlib.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <optional>
 #include <thread>
 
 #include <nlohmann/json.hpp>
@@ -90,8 +93,10 @@ const char* const uname_code = "import os\n"
                                "    print('uname', e.errno)\n";
 
 struct policy_pools_fixture : test::actor_system_fixture {
-  supervisor_actor start(pool_config pool, policy_pool_config pp) {
+  supervisor_actor start(pool_config pool, policy_pool_config pp,
+                         std::optional<audit_config> audit = std::nullopt) {
     supervisor_config sc;
+    sc.audit = std::move(audit);
     sc.pools.push_back(std::move(pool));
     pp.policy_dir = policies_dir();
     sc.policy_pools = std::move(pp);
@@ -350,6 +355,45 @@ BOOST_AUTO_TEST_CASE(a_stricter_policy_is_narrowed_on_the_warm_fork_pool) {
   BOOST_TEST(looser.stdout_data == "zeta\n");
   BOOST_TEST(looser.enforcement.find("\"tightening\"") == std::string::npos);
   BOOST_TEST(has_policy_pool(pool_names()));
+}
+
+BOOST_AUTO_TEST_CASE(audit_names_the_request_policy_wherever_it_ran) {
+  host_dir data("theta");
+  host_dir other("iota");
+  const std::string log = "/tmp/castellan-ppool-audit-" + std::to_string(::getpid()) + ".jsonl";
+  audit_config audit;
+  audit.enabled = true;
+  audit.events = {"*"};
+  audit.file.path = log;
+  audit.file.fsync = fsync_policy::every_record;
+  policy_pool_config pp;
+  pp.bindable_paths = {data.path, other.path};
+  start(pool_with(granting({data.path}), exec_mode::fork), pp, audit);
+  auto narrowed = run("print('n')", R"({"version": 1, "extends": ["default"]})");
+  auto own = run("print('o')", granting({data.path, other.path}));
+  BOOST_REQUIRE(narrowed.stdout_data == "n\n");
+  BOOST_REQUIRE(own.stdout_data == "o\n");
+  self->request(handle, 30s, audit_flush_atom::value)
+      .receive([](audit_stats&) {}, [](caf::error&) { BOOST_FAIL("audit flush failed"); });
+  std::map<uint64_t, nlohmann::json> starts;
+  std::ifstream in(log);
+  for (std::string line; std::getline(in, line);) {
+    auto j = nlohmann::json::parse(line, nullptr, false);
+    if (j.is_object() && j.value("kind", "") == "exec_start")
+      starts[j.value("exec_id", uint64_t{0})] = j;
+  }
+  BOOST_REQUIRE(starts.count(narrowed.exec_id) == 1u);
+  BOOST_REQUIRE(starts.count(own.exec_id) == 1u);
+  // Narrowed: it ran on the default pool, under the request's policy.
+  const auto& n = starts[narrowed.exec_id];
+  BOOST_TEST(n["pool"] == "default");
+  BOOST_TEST(n["policy"].get<std::string>().rfind("policy-", 0) == 0u);
+  // Its own pool: named after the policy, and so is the policy.
+  const auto& o = starts[own.exec_id];
+  BOOST_TEST(o["pool"].get<std::string>().rfind("policy-", 0) == 0u);
+  BOOST_TEST(o["policy"] == o["pool"]);
+  BOOST_TEST(o["policy"] != n["policy"]);
+  ::unlink(log.c_str());
 }
 
 BOOST_AUTO_TEST_CASE(a_client_cannot_send_its_own_tightening) {
