@@ -125,7 +125,7 @@ void stop_policy_pool(supervisor_ptr self, const std::string& name, const char* 
   auto it = st.pools.find(name);
   if (it == st.pools.end() || !it->second.for_policy)
     return;
-  spdlog::info("supervisor: stopping policy pool {} ({})", name, reason);
+  spdlog::debug("supervisor: stopping policy pool {} ({})", name, reason);
   if (it->second.handle) {
     self->demonitor(it->second.handle.address());
     self->send(it->second.handle, shutdown_atom::value);
@@ -229,7 +229,7 @@ caf::expected<policy_destination> policy_pool_for(supervisor_ptr self, const req
                       "exec: the pool of request policy " + rp.name + " could not be started");
   }
   st.policy_pools[rp.hash] = name;
-  spdlog::info("supervisor: started pool {} for a request policy", name);
+  spdlog::debug("supervisor: started pool {} for a request policy", name);
   count(self, metric_names::policy_pools_started, {});
   return policy_destination{name, {}};
 }
