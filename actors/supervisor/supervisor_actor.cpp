@@ -28,6 +28,15 @@ struct pool_entry {
   uint32_t in_flight = 0;  ///< execs routed to it and not answered (running or queued)
   uint64_t generation = 0; ///< bumped on every exec routed to it
   clock_type::time_point last_used;
+  /// Which start of the pool this is: an answer from an earlier one (a
+  /// policy pool that crashed and was started again) is not counted here.
+  uint64_t instance = 0;
+};
+
+/// An exec routed and not yet answered.
+struct routed_exec {
+  std::string pool;
+  uint64_t instance = 0; ///< pool_entry::instance it was routed to
 };
 
 struct supervisor_state {
@@ -42,6 +51,7 @@ struct supervisor_state {
   std::shared_ptr<audit_pressure> pressure;
   proxy::egress_limits egress;
   uint64_t next_exec_id = 1;
+  uint64_t next_instance = 1;
   // -- request policies ----------------------------------------------------------
   policy_pool_config policy_cfg;
   pool_config policy_template; ///< the default pool without its policy
@@ -49,7 +59,7 @@ struct supervisor_state {
   std::map<std::string, std::string> policy_pools; ///< policy hash → pool name
   /// Execs routed and not yet answered: exec id → pool name, so that a
   /// cancel goes to the one pool that has the exec.
-  std::map<uint64_t, std::string> in_flight;
+  std::map<uint64_t, routed_exec> in_flight;
   /// Recently answered exec ids (bounded), for "already finished" answers.
   std::set<uint64_t> finished;
   std::deque<uint64_t> finished_order;
@@ -72,6 +82,7 @@ bool start_pool(supervisor_ptr self, pool_entry& entry) {
                              proxy_config{st.egress, st.audit, st.pressure, st.telemetry});
     entry.cfg.proxy = st.proxy;
   }
+  entry.instance = st.next_instance++;
   auto pool = spawn_pool(self->system(), entry.cfg);
   if (!pool) {
     spdlog::error("supervisor: {}", pool.error().describe());
@@ -135,12 +146,13 @@ void stop_policy_pool(supervisor_ptr self, const std::string& name, const char* 
   count(self, metric_names::policy_pools_stopped, {{"reason", reason}});
 }
 
-/// Execs routed to `name`: one more (when `delta` is 1) or one fewer; a
-/// policy pool left with none is checked again after the idle timeout.
-void track(supervisor_ptr self, const std::string& name, int delta) {
+/// Execs routed to `name` (its start `instance`): one more (when `delta`
+/// is 1) or one fewer; a policy pool left with none is checked again after
+/// the idle timeout.
+void track(supervisor_ptr self, const std::string& name, uint64_t instance, int delta) {
   auto& st = self->state;
   auto it = st.pools.find(name);
-  if (it == st.pools.end())
+  if (it == st.pools.end() || it->second.instance != instance)
     return;
   auto& e = it->second;
   if (delta > 0) {
@@ -160,7 +172,7 @@ void track(supervisor_ptr self, const std::string& name, int delta) {
 void forget_exec(supervisor_ptr self, uint64_t exec_id) {
   auto& st = self->state;
   if (auto it = st.in_flight.find(exec_id); it != st.in_flight.end())
-    track(self, it->second, -1);
+    track(self, it->second.pool, it->second.instance, -1);
   st.in_flight.erase(exec_id);
   if (!st.finished.insert(exec_id).second)
     return;
@@ -342,8 +354,8 @@ supervisor_actor::behavior_type supervisor_impl(supervisor_ptr self, supervisor_
         r.detail = std::move(busy);
         return r;
       }
-      s.in_flight.emplace(exec_id, name);
-      track(self, name, +1);
+      s.in_flight.emplace(exec_id, routed_exec{name, it->second.instance});
+      track(self, name, it->second.instance, +1);
       // Not a delegate: the supervisor has to see the answer to know the
       // exec is no longer in flight (the cancel route).
       auto rp = self->make_response_promise<exec_result>();
@@ -371,13 +383,14 @@ supervisor_actor::behavior_type supervisor_impl(supervisor_ptr self, supervisor_
                        (done ? " had already finished" : " is not known to the supervisor");
         return reply;
       }
-      auto pool = s.pools.find(it->second);
+      auto pool = s.pools.find(it->second.pool);
       if (pool == s.pools.end() || !pool->second.handle) {
         cancel_reply reply;
         reply.exec_id = exec_id;
-        reply.pool = it->second;
+        reply.pool = it->second.pool;
         reply.outcome = cancel_outcome::unknown;
-        reply.detail = "pool '" + it->second + "' of exec " + std::to_string(exec_id) + " is down";
+        reply.detail =
+          "pool '" + it->second.pool + "' of exec " + std::to_string(exec_id) + " is down";
         return reply;
       }
       return self->delegate(pool->second.handle, cancel_atom::value, exec_id);
