@@ -277,6 +277,32 @@ BOOST_AUTO_TEST_CASE(an_idle_pool_is_stopped_but_never_one_that_is_running) {
   BOOST_TEST(has_policy_pool(pool_names()));
 }
 
+BOOST_AUTO_TEST_CASE(a_crashed_policy_pool_is_dropped_and_started_again_on_demand) {
+  host_dir data("kappa");
+  policy_pool_config pp;
+  pp.bindable_paths = {data.path};
+  start(pool_with(R"({"version": 1, "extends": ["default"]})", exec_mode::reuse), pp);
+  const std::string a = granting({data.path});
+  BOOST_TEST(run(read_code(data.path), a).stdout_data == "kappa\n");
+  const auto names = pool_names();
+  BOOST_REQUIRE_EQUAL(names.size(), 2u);
+  pool_actor pool;
+  self->request(handle, 10s, get_pool_atom::value, names[1])
+      .receive([&](pool_actor& p) { pool = p; }, [](caf::error&) { BOOST_FAIL("get_pool"); });
+  BOOST_REQUIRE(pool);
+  self->send_exit(pool, caf::exit_reason::kill);
+  bool gone = false;
+  for (int i = 0; i < 250 && !gone; ++i) {
+    gone = !has_policy_pool(pool_names());
+    if (!gone)
+      std::this_thread::sleep_for(20ms);
+  }
+  BOOST_TEST(gone);
+  auto again = run(read_code(data.path), a);
+  BOOST_TEST(again.stdout_data == "kappa\n");
+  BOOST_TEST(pool_names() == names); // the same name: the same policy
+}
+
 BOOST_AUTO_TEST_CASE(invalid_request_policies_are_refused_with_their_pointer) {
   host_dir data("delta");
   policy_pool_config pp;
