@@ -736,6 +736,15 @@ pool_actor::behavior_type pool_impl(pool_ptr self, pool_config cfg) {
       auto& s = self->state;
       if (req.code.empty() && req.argv.empty())
         return make_error(castellan_errc::invalid_request, "exec: neither code nor argv given");
+      // Only a process forked for the exec can be narrowed (a reuse-mode
+      // interpreter would keep the restrictions), and command mode runs no
+      // such process. (Checked before the response promise exists: an error
+      // returned after it would never reach the requester.)
+      if (!req.tightening.empty() && (s.cfg.mode != exec_mode::fork || !req.argv.empty()))
+        return make_error(castellan_errc::invalid_request,
+                          "exec: pool " + s.cfg.name +
+                              " can narrow only code requests in fork mode (it runs " +
+                              to_string(s.cfg.mode) + ")");
       pending_exec p;
       p.rp = self->make_response_promise<exec_result>();
       p.arrived = clock_type::now();
@@ -749,14 +758,6 @@ pool_actor::behavior_type pool_impl(pool_ptr self, pool_config cfg) {
         return p.rp;
       }
       if (!req.tightening.empty()) {
-        // Only a process forked for the exec can be narrowed (a reuse-mode
-        // interpreter would keep the restrictions), and command mode runs
-        // no such process.
-        if (s.cfg.mode != exec_mode::fork || !req.argv.empty())
-          return make_error(castellan_errc::invalid_request,
-                            "exec: pool " + s.cfg.name +
-                                " can narrow only code requests in fork mode (it runs " +
-                                to_string(s.cfg.mode) + ")");
         // Both frames go into the ring back to back.
         const uint64_t frames = 2 * (4 + 5) + req.tightening.size() + req.code.size();
         if (frames > s.cfg.ring_capacity) {

@@ -422,6 +422,35 @@ BOOST_AUTO_TEST_CASE(audit_names_the_request_policy_wherever_it_ran) {
   ::unlink(log.c_str());
 }
 
+BOOST_AUTO_TEST_CASE(a_pool_narrows_only_in_fork_mode_and_within_its_ring) {
+  // Straight to pools, as an embedder holding a pool handle could.
+  auto reuse_cfg = test_pool(1);
+  auto reuse = spawn_pool(sys, reuse_cfg);
+  BOOST_REQUIRE(reuse);
+  exec_request req;
+  req.code = "print('ran')";
+  req.tightening = R"({"version": 1})";
+  std::string err;
+  self->request(*reuse, 30s, exec_atom::value, req)
+      .receive([](exec_result&) {}, [&](caf::error& e) { err = sys.render(e); });
+  BOOST_TEST(err.find("can narrow only code requests in fork mode") != std::string::npos, err);
+  caf::anon_send(*reuse, shutdown_atom::value);
+
+  auto fork_cfg = test_pool(1);
+  fork_cfg.mode = exec_mode::fork;
+  fork_cfg.ring_capacity = 8192;
+  fork_cfg.code_limit = 4096;
+  auto fork = spawn_pool(sys, fork_cfg);
+  BOOST_REQUIRE(fork);
+  req.code = "print('ran')  # " + std::string(4000, 'x');
+  req.tightening = std::string(5000, ' ') + R"({"version": 1})";
+  auto r = exec(*fork, req);
+  BOOST_TEST((r.error == error_class::limit_exceeded));
+  BOOST_TEST(r.detail.find("the ring holds 8192") != std::string::npos, r.detail);
+  BOOST_TEST(r.stdout_data.empty());
+  caf::anon_send(*fork, shutdown_atom::value);
+}
+
 BOOST_AUTO_TEST_CASE(a_client_cannot_send_its_own_tightening) {
   host_dir data("eta");
   policy_pool_config pp;

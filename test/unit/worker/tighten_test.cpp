@@ -206,6 +206,10 @@ BOOST_AUTO_TEST_CASE(what_cannot_be_applied_is_refused_and_the_code_never_runs) 
   auto rights = usr_only();
   rights["landlock"]["handled_fs"] = 1ull << 40;
   refused(5, rights.dump(), "rights this harness does not know");
+  auto many = usr_only();
+  for (int i = 0; i < 4096; ++i)
+    many["landlock"]["paths"].push_back(many["landlock"]["paths"][0]);
+  refused(8, many.dump(), "more than 4096 path rules");
   auto program = usr_only();
   program["seccomp"] = {{"program", "AAAA"}, {"denied", json::array()}, {"killed", json::array()}};
   refused(6, program.dump(), "is not 1..4096 instructions");
