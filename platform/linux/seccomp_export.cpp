@@ -2,13 +2,11 @@
 
 #include <linux/filter.h>
 #include <seccomp.h>
-#include <sys/mman.h>
-#include <unistd.h>
 
 #include <map>
 #include <memory>
 
-#include "ipc/unique_fd.hpp"
+#include "platform/linux/seccomp_filter.hpp"
 
 namespace castellan::platform {
 
@@ -18,9 +16,6 @@ struct ctx_deleter {
   void operator()(void* ctx) const noexcept { seccomp_release(ctx); }
 };
 using ctx_ptr = std::unique_ptr<void, ctx_deleter>;
-
-/// The kernel's limit on one program (BPF_MAXINSNS).
-constexpr std::size_t max_instructions = 4096;
 
 } // namespace
 
@@ -67,31 +62,11 @@ outcome<exported_filter> export_seccomp_filter(const std::vector<std::string>& d
     (rule.first ? out.killed : out.denied).push_back(rule.second);
   }
 
-  // libseccomp 2.5 exports to a file descriptor only: a memfd holds it.
-  unique_fd mem(::memfd_create("castellan-seccomp-export", MFD_CLOEXEC));
-  if (!mem)
-    return errno_failure("seccomp export: memfd_create");
-  if (int rc = seccomp_export_bpf(ctx.get(), mem.get()))
-    return errno_failure("seccomp export: seccomp_export_bpf", -rc);
-  const off_t size = ::lseek(mem.get(), 0, SEEK_END);
-  if (size < 0)
-    return errno_failure("seccomp export: lseek");
-  const auto bytes = static_cast<std::size_t>(size);
-  if (bytes == 0 || bytes % sizeof(sock_filter) != 0 ||
-      bytes / sizeof(sock_filter) > max_instructions)
-    return logic_failure("seccomp export: libseccomp produced " + std::to_string(bytes) +
-                         " bytes, not a loadable program");
-  out.program.resize(bytes);
-  std::size_t done = 0;
-  while (done < bytes) {
-    const ssize_t n =
-        ::pread(mem.get(), out.program.data() + done, bytes - done, static_cast<off_t>(done));
-    if (n < 0 && errno == EINTR)
-      continue;
-    if (n <= 0)
-      return errno_failure("seccomp export: reading the program back");
-    done += static_cast<std::size_t>(n);
-  }
+  auto prog = export_bpf(ctx.get());
+  if (!prog)
+    return prog.error().wrap("seccomp export");
+  out.program.assign(reinterpret_cast<const char*>(prog->data()),
+                     prog->size() * sizeof(sock_filter));
   return out;
 }
 
