@@ -10,16 +10,21 @@ the supervisor (docs/wire.md). User code runs in a fresh __main__ module each
 time; its stdout and stderr (Python-level and fd-level) come back as
 STDOUT/STDERR frames, then one RESULT frame.
 
-In `fork` mode the loaded, pre-imported harness is a zygote: each CODE runs
-in a child forked for it, which reports its outcome on a private pipe and
-exits, so nothing the code did (modules imported, globals, open files,
-threads, signal handlers, memory) survives into the next exec. Only the
-zygote touches the wire; the child's output reaches it through the fd 1/2
-pumps.
+In `fork` mode each CODE runs in a child forked from a pre-imported zygote,
+which reports its outcome on a private pipe and exits, so nothing the code
+did (modules imported, globals, open files, threads, signal handlers,
+memory) survives into the next exec. The zygote is a process of its own,
+forked from the loaded harness before READY; it only forks, waits and
+reaps. The harness itself never forks again: after a fork every page the
+forking process writes costs a fault, and the harness's wire work would pay
+that on every exec. Only the harness touches the wire (the zygote and the
+children do not even map it); a child's output reaches it through the fd
+1/2 pipes, which it drains while it waits for the zygote's answer.
 
 Exit codes: 0 after SHUTDOWN (or after the request in oneshot mode), 2 for a
-bad command line, 3 for a broken wire. Nothing user code does is meant to end
-the harness except through the process itself (os._exit, signals).
+bad command line, 3 for a broken wire, 4 when the fork-mode zygote is gone.
+Nothing user code does is meant to end the harness except through the
+process itself (os._exit, signals) or, in fork mode, its zygote.
 """
 
 import os
@@ -45,6 +50,7 @@ import select
 import signal
 import socket
 import site
+import struct
 import subprocess
 import threading
 import time
@@ -58,6 +64,7 @@ PRELOAD = ("re", "collections", "functools", "itertools", "math", "datetime", "r
 
 EXIT_USAGE = 2
 EXIT_BROKEN_WIRE = 3
+EXIT_ZYGOTE_LOST = 4
 
 #: Frames from these files are the harness's, never shown in a traceback, and
 #: never interrupted by KeyboardInterrupt (see Harness._on_sigint).
@@ -139,13 +146,15 @@ class _Pump:
     below sys.stdout (os.write(1, ...), C extensions, child processes) is not
     lost and never blocks the writer. A thread reads whenever data arrives;
     the main thread drains it once more, under the same lock, before RESULT,
-    so all of a request's fd-level output precedes its RESULT.
+    so all of a request's fd-level output precedes its RESULT. In fork mode
+    there is no thread: the harness has nothing else to do while the child
+    runs, and drains the pipes in the loop that waits for it.
 
     Order: fd-level output and sys.stdout output travel separately (the
     latter is buffered in-process up to 64 KiB), so their relative order
     within a request may differ from the order of the writes."""
 
-    def __init__(self, harness, target_fd, mtype):
+    def __init__(self, harness, target_fd, mtype, threaded=True):
         self._harness = harness
         self.target_fd = target_fd
         self._mtype = mtype
@@ -153,8 +162,9 @@ class _Pump:
         os.set_blocking(self.read_fd, False)
         self.lock = threading.Lock()
         self.restore()
-        threading.Thread(target=self._run, name=f"castellan-pump-{target_fd}",
-                         daemon=True).start()
+        if threaded:
+            threading.Thread(target=self._run, name=f"castellan-pump-{target_fd}",
+                             daemon=True).start()
 
     def restore(self):
         """Points fd 1/2 at the pipe again (user code may close or dup2 it)."""
@@ -180,6 +190,109 @@ class _Pump:
                 return  # cannot happen while we hold the write end
             h.wire.send_stream(self._mtype, h.request_id, data)
 
+    def forward(self, send=True):
+        """Fork mode: sends what the pipe holds, once poll said it is
+        readable (reads until one comes back short, so that an empty pipe
+        rarely costs an exception). With `send` false the bytes are dropped:
+        before an exec, what was written after the last RESULT belongs to no
+        exec."""
+        h = self._harness
+        while True:
+            try:
+                data = os.read(self.read_fd, wire.STREAM_CHUNK)
+            except BlockingIOError:
+                return
+            if send and data:
+                h.wire.send_stream(self._mtype, h.request_id, data)
+            if len(data) < wire.STREAM_CHUNK:
+                return
+
+
+#: A fork-mode child's report: exit code, then the byte lengths of the
+#: exception's type, message and traceback (-1 each: no exception) and of
+#: the text for stderr (-1: none), then those bytes (UTF-8).
+_REPORT = struct.Struct("<iiiii")
+
+#: The harness to the zygote: the length of the code that follows.
+_CODE_HEADER = struct.Struct("<I")
+
+#: The zygote to the harness, per exec: the child's pid (-1: fork failed,
+#: and the status is the errno), its wait status, the length of its report
+#: that follows.
+_ANSWER_HEADER = struct.Struct("<iiI")
+
+#: The most a child's report may take: what a pipe holds by default, so
+#: that it is written at once, with nobody reading yet.
+_REPORT_MAX = 65536
+
+#: madvise(2): the mapping is not inherited by fork().
+_MADV_DONTFORK = 10
+
+
+def _pack_report(exit_code, exception, exit_message, limit):
+    """The report, at most `limit` bytes: the longest text is halved (and
+    marked) until it fits, as send_result() does for the RESULT frame."""
+    if exception is None and exit_message is None:
+        return _REPORT.pack(exit_code, -1, -1, -1, -1)
+    texts = {k: v.encode("utf-8", "backslashreplace") for k, v in (exception or {}).items()}
+    if exit_message is not None:
+        texts["exit_message"] = exit_message.encode("utf-8", "backslashreplace")
+    while _REPORT.size + sum(len(t) for t in texts.values()) > limit:
+        longest = max(texts, key=lambda k: len(texts[k]))
+        text = texts[longest]
+        texts[longest] = (text[:len(text) // 2].decode("utf-8", "ignore") +
+                          "…[truncated]").encode("utf-8")
+    order = ("type", "message", "traceback", "exit_message")
+    lengths = [len(texts[k]) if k in texts else -1 for k in order]
+    return _REPORT.pack(exit_code, *lengths) + b"".join(texts.get(k, b"") for k in order)
+
+
+def _read_exact(fd, n):
+    """`n` bytes from a blocking fd, fewer only at EOF."""
+    chunks = []
+    while n > 0:
+        chunk = os.read(fd, min(n, 1 << 20))
+        if not chunk:
+            break
+        chunks.append(chunk)
+        n -= len(chunk)
+    return b"".join(chunks)
+
+
+def _write_all(fd, data):
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
+
+
+def _unpack_report(report):
+    """(exit code, exception or None, stderr text or None) from a child's
+    report, or None when it is not a well-formed one. The child ran user
+    code: every length is checked against what arrived, every text must be
+    UTF-8, and nothing in it is trusted beyond its shape."""
+    if len(report) < _REPORT.size:
+        return None
+    exit_code, *lengths = _REPORT.unpack_from(report)
+    if any(n < -1 for n in lengths) or len({n < 0 for n in lengths[:3]}) != 1:
+        return None
+    if _REPORT.size + sum(max(n, 0) for n in lengths) != len(report):
+        return None
+    texts = []
+    offset = _REPORT.size
+    try:
+        for n in lengths:
+            if n < 0:
+                texts.append(None)
+                continue
+            texts.append(bytes(report[offset:offset + n]).decode("utf-8"))
+            offset += n
+    except UnicodeDecodeError:
+        return None
+    exception = None
+    if texts[0] is not None:
+        exception = {"type": texts[0], "message": texts[1], "traceback": texts[2]}
+    return exit_code, exception, texts[3]
+
 
 class Harness:
     def __init__(self, segment_fd, to_worker_fd, to_supervisor_fd, mode):
@@ -193,10 +306,16 @@ class Harness:
         self.main_ident = threading.get_ident()
         self._pending_interrupt = False
         self._retriggered = False
-        self._retrigger_r, self._retrigger_w = os.pipe()
-        os.set_blocking(self._retrigger_w, False)
-        threading.Thread(target=self._retrigger_loop, name="castellan-sigint",
-                         daemon=True).start()
+        # In fork mode the harness runs no user code, so it needs neither
+        # the helper that re-raises deferred interrupts nor pump threads: it
+        # stays single-threaded, and so does the zygote it forks.
+        threaded = mode != "fork"
+        self._retrigger_r = self._retrigger_w = None
+        if threaded:
+            self._retrigger_r, self._retrigger_w = os.pipe()
+            os.set_blocking(self._retrigger_w, False)
+            threading.Thread(target=self._retrigger_loop, name="castellan-sigint",
+                             daemon=True).start()
         self.child = None
         self.in_forked_child = False
         self.wire = wire.Wire(segment_fd, to_worker_fd, to_supervisor_fd,
@@ -206,7 +325,11 @@ class Harness:
             # (os.system, os.exec*) must not get the wire.
             os.set_inheritable(fd, False)
         self._stdin_to_devnull()
-        self.pumps = [_Pump(self, 1, wire.STDOUT), _Pump(self, 2, wire.STDERR)]
+        self.pumps = [_Pump(self, 1, wire.STDOUT, threaded),
+                      _Pump(self, 2, wire.STDERR, threaded)]
+        # Fork mode: fds besides 0-2 that the zygote and its children keep
+        # (the control socket, when decided calls report their denials).
+        self.fds_for_children = set()
         self._libc = ctypes.CDLL(None)
         os.register_at_fork(after_in_child=self._after_fork_in_child)
         self.harness_main = sys.modules["__main__"]
@@ -264,7 +387,8 @@ class Harness:
                 # thread sends the signal again shortly.
                 self._pending_interrupt = True
                 try:
-                    os.write(self._retrigger_w, b"!")
+                    if self._retrigger_w is not None:
+                        os.write(self._retrigger_w, b"!")
                 except OSError:
                     pass
                 return
@@ -384,6 +508,11 @@ class Harness:
     def send_result(self, request_id, exit_code, exception):
         """RESULT, with the exception's strings shortened until it fits one
         frame (a ring of 4 KiB still gets a readable result)."""
+        if exception is None:
+            # What json.dumps gives for this body, without the encoder.
+            self.wire.send(wire.RESULT, request_id,
+                           b'{"exit_code": %d, "exception": null}' % exit_code)
+            return
         limit = self.wire.writer.max_payload
         body = {"exit_code": exit_code, "exception": exception}
         while True:
@@ -534,44 +663,197 @@ class Harness:
 
     # --- CODE in a forked child (fork mode) -------------------------------------------
 
-    def run_code_forked(self, request_id, source):
-        self._prepare(request_id)
-        result_r, result_w = os.pipe()
+    def _keep_wire_from_children(self):
+        """The segment's mapping is not inherited by the zygote and its
+        children: code in a child cannot write frames, only the harness
+        can."""
+        seg = self.wire.segment.map
         try:
-            pid = os.fork()
-        except OSError as e:
-            os.close(result_r)
-            os.close(result_w)
-            self._send_stderr(f"castellan: cannot fork the exec's process: {e.strerror}\n")
-            self.send_result(request_id, 1, {"type": "OSError", "message": str(e),
+            base = ctypes.addressof(ctypes.c_char.from_buffer(seg))
+            libc = ctypes.CDLL(None, use_errno=True)
+            libc.madvise.argtypes = (ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int)
+            if libc.madvise(base, len(seg), _MADV_DONTFORK) != 0:
+                raise OSError(ctypes.get_errno(), os.strerror(ctypes.get_errno()))
+        except (OSError, ValueError, TypeError) as e:
+            self.diag(f"fork mode: the children keep the segment mapped: {e}")
+
+    def prepare_zygote(self):
+        """Fork mode, once before READY and before gc.freeze: the process
+        state every child starts from, installed here so that no child has
+        to (after a fork, each page a process writes first costs a fault, on
+        some hypervisors a costly one, and replacing sys.stdout in a child
+        would even run the old stream's finalizer there): fresh stdio
+        writers on fd 1/2 (the harness never writes to them; a child that
+        does writes to the pipes), an empty stdin, argv."""
+        self._keep_wire_from_children()
+        self._prepare(0)
+        # The module each child runs its code in (the harness's own
+        # __main__ stays in self.harness_main).
+        self.fork_main = types.ModuleType("__main__")
+        self.fork_main.__dict__["__builtins__"] = builtins
+        sys.modules["__main__"] = self.fork_main
+        # C-level stdio of the children writes straight to fd 1 (the pipe):
+        # a child ends with os._exit(), which flushes no C buffer, and a
+        # flush through ctypes in every child would cost more than the
+        # occasional unbuffered printf of a C extension.
+        try:
+            stdout = ctypes.c_void_p.in_dll(self._libc, "stdout")
+            self._libc.setvbuf(stdout, None, 2, 0)  # _IONBF
+            self.c_stdout_unbuffered = True
+        except (ValueError, AttributeError, OSError) as e:
+            self.diag(f"fork mode: C stdout stays buffered: {e}")
+            self.c_stdout_unbuffered = False
+        self.zygote = None
+
+    def _start_zygote(self):
+        """Forks the zygote (before READY: the pool counts it among the
+        worker's tasks when idle). It keeps the fd 1/2 pipes' write ends for
+        its children and nothing of the wire."""
+        ctl_r, ctl_w = os.pipe()
+        answer_r, answer_w = os.pipe()
+        pid = os.fork()
+        if pid == 0:
+            try:
+                os.close(ctl_w)
+                os.close(answer_r)
+                self._close_all_but({0, 1, 2, ctl_r, answer_w} | self.fds_for_children)
+                self._zygote_main(ctl_r, answer_w)
+            finally:
+                os._exit(0)
+        os.close(ctl_r)
+        os.close(answer_w)
+        self.zygote = (pid, os.pidfd_open(pid), ctl_w, answer_r)
+        self.fork_poller = select.poll()
+        self.pump_by_fd = {}
+        for pump in self.pumps:
+            self.fork_poller.register(pump.read_fd, select.POLLIN)
+            self.pump_by_fd[pump.read_fd] = pump
+        self.fork_poller.register(self.zygote[1], select.POLLIN)
+        self.fork_poller.register(answer_r, select.POLLIN)
+
+    # The zygote ----------------------------------------------------------------
+
+    @staticmethod
+    def _close_all_but(keep):
+        """Closes every fd not in `keep`: the zygote holds nothing of the
+        wire (the segment's fd, mmap's own duplicate of it, the doorbells),
+        nor the pipes' read ends, nor anything else the harness opened."""
+        for name in os.listdir("/proc/self/fd"):
+            fd = int(name)
+            if fd not in keep:
+                try:
+                    os.close(fd)
+                except OSError:
+                    pass  # the directory's own fd, already gone
+
+    def _zygote_main(self, ctl_r, answer_w):
+        """The zygote's loop: per code received, fork a child to run it,
+        reap it, answer with its report. Ends when the harness closes the
+        control pipe (or goes away)."""
+        while True:
+            source = self._receive_code(ctl_r)
+            if source is None:
+                os._exit(0)
+            # Non-blocking at both ends: the child never blocks on its
+            # report (one that does not fit is cut), and the zygote reads
+            # it in one go once the child is gone.
+            report_r, report_w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
+            try:
+                pid = os.fork()
+            except OSError as e:
+                os.close(report_r)
+                os.close(report_w)
+                _write_all(answer_w, _ANSWER_HEADER.pack(-1, e.errno or 0, 0))
+                continue
+            if pid == 0:
+                # The exec's process: its stdio, argv, __main__ and the rest
+                # of the process state are as the harness set them up before
+                # it forked the zygote (no user code ran in either).
+                try:
+                    os.close(ctl_r)
+                    os.close(answer_w)
+                    os.close(report_r)
+                    self._child_run(source, report_w)  # never returns
+                finally:
+                    os._exit(1)
+            os.close(report_w)
+            del source
+            # The child only: a process it forked may outlive it, and its
+            # end is the exec's end (that process makes the pool replace
+            # the worker).
+            _, status = os.waitpid(pid, 0)
+            try:
+                report = os.read(report_r, _REPORT_MAX)
+            except BlockingIOError:
+                report = b""  # it ended before it reported
+            os.close(report_r)
+            _write_all(answer_w, _ANSWER_HEADER.pack(pid, status, len(report)) + report)
+
+    @staticmethod
+    def _receive_code(ctl_r):
+        """The next code from the harness (see _CODE_HEADER), None at EOF."""
+        data = os.read(ctl_r, 1 << 16)
+        while len(data) < _CODE_HEADER.size:
+            more = os.read(ctl_r, 1 << 16)
+            if not more:
+                return None
+            data += more
+        (length,) = _CODE_HEADER.unpack_from(data)
+        need = _CODE_HEADER.size + length
+        if len(data) < need:
+            rest = _read_exact(ctl_r, need - len(data))
+            if len(rest) != need - len(data):
+                return None
+            data += rest
+        return data[_CODE_HEADER.size:need]
+
+    # The harness's side ----------------------------------------------------------
+
+    def run_code_forked(self, request_id, source):
+        self.request_id = request_id
+        _, zygote_pidfd, ctl_w, answer_r = self.zygote
+        poller = self.fork_poller
+        pumps = self.pump_by_fd
+        # Bytes written after the last RESULT belong to no exec.
+        for fd, _ in poller.poll(0):
+            if fd in pumps:
+                pumps[fd].forward(send=False)
+        try:
+            _write_all(ctl_w, _CODE_HEADER.pack(len(source)) + source)
+        except OSError:
+            self._zygote_lost()
+        answer = bytearray()
+        need = _ANSWER_HEADER.size
+        while len(answer) < need:
+            for fd, _ in poller.poll():
+                if fd == answer_r:
+                    chunk = os.read(answer_r, 1 << 20)
+                    if not chunk:
+                        self._zygote_lost()
+                    answer += chunk
+                    if len(answer) >= _ANSWER_HEADER.size:
+                        need = _ANSWER_HEADER.size + _ANSWER_HEADER.unpack_from(answer)[2]
+                elif fd == zygote_pidfd:
+                    self._zygote_lost()
+                else:
+                    pumps[fd].forward()
+        # The child has been reaped: all it wrote to fd 1/2 is in the pipes
+        # (and what a process it forked wrote before that).
+        for fd, _ in poller.poll(0):
+            if fd in pumps:
+                pumps[fd].forward()
+        child, status, _ = _ANSWER_HEADER.unpack_from(answer)
+        if child < 0:
+            message = os.strerror(status)
+            self._send_stderr(f"castellan: cannot fork the exec's process: {message}\n")
+            self.send_result(request_id, 1, {"type": "OSError", "message": message,
                                              "traceback": ""})
             return
-        if pid == 0:
-            os.close(result_r)
-            self._child_run(source, result_w)  # never returns
-        os.close(result_w)
-        report = self._collect_report(pid, result_r)
-        os.close(result_r)
-        _, status = os.waitpid(pid, 0)
+        report = answer[_ANSWER_HEADER.size:]
         exit_code, exception, exit_message = 1, None, None
-        try:
-            body = json.loads(report.decode("utf-8")) if report else None
-        except ValueError:
-            body = None
-        if isinstance(body, dict):
-            # The child ran user code: its report is checked, not trusted.
-            exit_code = body.get("exit_code")
-            if not isinstance(exit_code, int) or not -2**31 <= exit_code < 2**31:
-                exit_code = 1
-            exception = body.get("exception")
-            if exception is not None and not (
-                    isinstance(exception, dict)
-                    and set(exception) == {"type", "message", "traceback"}
-                    and all(isinstance(v, str) for v in exception.values())):
-                exception = None
-            exit_message = body.get("exit_message")
-            if not isinstance(exit_message, str):
-                exit_message = None
+        unpacked = _unpack_report(report) if report else None
+        if unpacked is not None:
+            exit_code, exception, exit_message = unpacked
         elif os.WIFSIGNALED(status):
             sig = os.WTERMSIG(status)
             exit_code = 128 + sig
@@ -579,61 +861,26 @@ class Harness:
         elif os.WIFEXITED(status):
             # os._exit() in the code: its status is the exec's exit code.
             exit_code = os.WEXITSTATUS(status)
-        self._collect_output()
         if exit_message is not None:
             self._send_stderr(exit_message)
         self.send_result(request_id, exit_code, exception)
 
-    def _collect_report(self, pid, result_r):
-        """The child's report, read until the child has exited. Not until
-        EOF: a process the code forked may hold the pipe open forever."""
-        report = bytearray()
-        os.set_blocking(result_r, False)
-        pidfd = os.pidfd_open(pid)
-        try:
-            poller = select.poll()
-            poller.register(result_r, select.POLLIN)
-            poller.register(pidfd, select.POLLIN)
-            open_pipe = True
-            while True:
-                exited = False
-                for fd, _ in poller.poll():
-                    if fd == pidfd:
-                        exited = True
-                    elif open_pipe and not self._read_some(result_r, report):
-                        open_pipe = False
-                        poller.unregister(result_r)
-                if exited:
-                    if open_pipe:
-                        self._read_some(result_r, report)
-                    return bytes(report)
-        finally:
-            os.close(pidfd)
-
-    @staticmethod
-    def _read_some(fd, into):
-        """Appends what `fd` holds now; False at EOF."""
-        while True:
-            try:
-                chunk = os.read(fd, 65536)
-            except BlockingIOError:
-                return True
-            if not chunk:
-                return False
-            into += chunk
+    def _zygote_lost(self):
+        # The code can signal its parent, the zygote: that ends this worker
+        # only, which the pool then replaces.
+        self.diag("fork mode: the zygote is gone")
+        os._exit(EXIT_ZYGOTE_LOST)
 
     def _child_run(self, source, result_w):
         """The forked child: runs the code and reports (exit code, exception)
-        as JSON on `result_w`. Its stdout/stderr writers already go to fd
-        1/2 (in_forked_child), which the zygote's pumps drain."""
+        on `result_w` (see _REPORT). Its stdout/stderr writers already go to
+        fd 1/2 (in_forked_child), which the harness drains."""
         me = os.getpid()
         exit_code, exception, exit_message = 0, None, None
         try:
-            main = types.ModuleType("__main__")
-            main.__dict__["__builtins__"] = builtins
+            main = self.fork_main
             text = source.decode("utf-8", "replace")
             linecache.cache["<exec>"] = (len(text), None, text.splitlines(True), "<exec>")
-            sys.modules["__main__"] = main
             try:
                 code = compile(source, "<exec>", "exec", dont_inherit=True)
                 self.state = USER
@@ -646,31 +893,36 @@ class Harness:
         except BaseException as e:  # noqa: B902 — everything user code raises is reported
             exit_code, exception = 1, _describe_exception(e)
         try:
-            for writer in (self.out, self.err, sys.stdout, sys.stderr):
+            writers = [self.out, self.err]
+            for writer in (sys.stdout, sys.stderr):
+                if writer is not self.out and writer is not self.err:
+                    writers.append(writer)  # the code's own: flushed too
+            for writer in writers:
                 try:
                     if writer is not None and not writer.closed:
                         writer.flush()
                 except Exception:
                     pass
-            try:
-                self._libc.fflush(None)
-            except Exception:
-                pass
+            if not self.c_stdout_unbuffered:
+                try:
+                    self._libc.fflush(None)
+                except Exception:
+                    pass
             if os.getpid() != me:
                 # A process the code forked, returning from it: only the
                 # exec's own process reports.
                 if exit_message is not None:
                     os.write(2, exit_message.encode("utf-8", "backslashreplace"))
                 os._exit(exit_code & 0xFF)
-            body = {"exit_code": exit_code, "exception": exception, "exit_message": exit_message}
-            payload = json.dumps(body, ensure_ascii=False).encode("utf-8", "backslashreplace")
-            view = memoryview(payload)
-            while view:
-                view = view[os.write(result_w, view):]
+            # Non-blocking (see _zygote_main): written in one go, or cut
+            # short if the code filled the pipe itself.
+            os.write(result_w, _pack_report(exit_code, exception, exit_message, _REPORT_MAX))
         finally:
             os._exit(0)
 
     def serve(self):
+        if self.mode == "fork":
+            self._start_zygote()
         ready = {"pid": os.getpid(), "interpreter": "%d.%d.%d" % sys.version_info[:3],
                  "mode": self.mode}
         if _ENFORCEMENT is not None:
@@ -907,9 +1159,11 @@ def main(argv):
     if control_fd is not None:
         try:
             PolicyDenials(control_fd).install()
+            harness.fds_for_children.add(control_fd)
         except OSError as e:
             sys.stderr.write(f"castellan-harness: control socket: {e}\n")
     if mode == "fork":
+        harness.prepare_zygote()
         # What the zygote holds now is shared with every child; keeping the
         # collector off these objects spares the children copying their
         # pages when a collection would touch them.
