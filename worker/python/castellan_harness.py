@@ -749,63 +749,72 @@ class Harness:
     def _zygote_main(self, ctl_r, answer_w):
         """The zygote's loop: per code received, fork a child to run it,
         reap it, answer with its report. Ends when the harness closes the
-        control pipe (or goes away)."""
+        control pipe (or goes away). Kept to the bare calls: every page the
+        zygote writes after a fork costs a fault while the child lives."""
+        read, write, fork, close, waitpid = os.read, os.write, os.fork, os.close, os.waitpid
+        pipe2, pipe_flags = os.pipe2, os.O_NONBLOCK | os.O_CLOEXEC
+        header_size = _CODE_HEADER.size
+        code_length = _CODE_HEADER.unpack_from
+        answer_header = _ANSWER_HEADER.pack
         while True:
-            source = self._receive_code(ctl_r)
-            if source is None:
-                os._exit(0)
+            message = read(ctl_r, 65536)
+            if len(message) < header_size or len(message) != header_size + code_length(message)[0]:
+                message = self._complete_code(ctl_r, message)
+                if message is None:
+                    os._exit(0)
             # Non-blocking at both ends: the child never blocks on its
             # report (one that does not fit is cut), and the zygote reads
             # it in one go once the child is gone.
-            report_r, report_w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
+            report_r, report_w = pipe2(pipe_flags)
             try:
-                pid = os.fork()
+                pid = fork()
             except OSError as e:
-                os.close(report_r)
-                os.close(report_w)
-                _write_all(answer_w, _ANSWER_HEADER.pack(-1, e.errno or 0, 0))
+                close(report_r)
+                close(report_w)
+                _write_all(answer_w, answer_header(-1, e.errno or 0, 0))
                 continue
             if pid == 0:
                 # The exec's process: its stdio, argv, __main__ and the rest
                 # of the process state are as the harness set them up before
                 # it forked the zygote (no user code ran in either).
                 try:
-                    os.close(ctl_r)
-                    os.close(answer_w)
-                    os.close(report_r)
-                    self._child_run(source, report_w)  # never returns
+                    close(ctl_r)
+                    close(answer_w)
+                    close(report_r)
+                    self._child_run(message[header_size:], report_w)  # never returns
                 finally:
                     os._exit(1)
-            os.close(report_w)
-            del source
+            close(report_w)
             # The child only: a process it forked may outlive it, and its
             # end is the exec's end (that process makes the pool replace
             # the worker).
-            _, status = os.waitpid(pid, 0)
+            status = waitpid(pid, 0)[1]
             try:
-                report = os.read(report_r, _REPORT_MAX)
+                report = read(report_r, _REPORT_MAX)
             except BlockingIOError:
                 report = b""  # it ended before it reported
-            os.close(report_r)
-            _write_all(answer_w, _ANSWER_HEADER.pack(pid, status, len(report)) + report)
+            close(report_r)
+            answer = answer_header(pid, status, len(report)) + report
+            done = write(answer_w, answer)
+            if done != len(answer):
+                _write_all(answer_w, answer[done:])
 
     @staticmethod
-    def _receive_code(ctl_r):
-        """The next code from the harness (see _CODE_HEADER), None at EOF."""
-        data = os.read(ctl_r, 1 << 16)
-        while len(data) < _CODE_HEADER.size:
-            more = os.read(ctl_r, 1 << 16)
+    def _complete_code(ctl_r, message):
+        """The rest of a message from the harness (_CODE_HEADER, then the
+        code) whose first read came short; None at EOF."""
+        while len(message) < _CODE_HEADER.size:
+            more = os.read(ctl_r, 65536)
             if not more:
                 return None
-            data += more
-        (length,) = _CODE_HEADER.unpack_from(data)
-        need = _CODE_HEADER.size + length
-        if len(data) < need:
-            rest = _read_exact(ctl_r, need - len(data))
-            if len(rest) != need - len(data):
+            message += more
+        need = _CODE_HEADER.size + _CODE_HEADER.unpack_from(message)[0]
+        if len(message) < need:
+            rest = _read_exact(ctl_r, need - len(message))
+            if len(rest) != need - len(message):
                 return None
-            data += rest
-        return data[_CODE_HEADER.size:need]
+            message += rest
+        return message[:need]
 
     # The harness's side ----------------------------------------------------------
 
