@@ -538,7 +538,7 @@ bool worker_cgroup::reset_peak_memory() noexcept {
   return static_cast<bool>(write_text_file(file, m->version == cgroup_version::v1 ? "0" : "reset"));
 }
 
-outcome<worker_cgroup::signal_pass> worker_cgroup::signal_all() noexcept {
+outcome<worker_cgroup::signal_pass> worker_cgroup::signal_all(bool use_freezer) noexcept {
   signal_pass pass;
   try {
     const std::string v2 = v2_directory();
@@ -549,7 +549,7 @@ outcome<worker_cgroup::signal_pass> worker_cgroup::signal_all() noexcept {
       return pass;
     }
     const node* freezer = node_for("freezer");
-    const bool freeze = freezer && freezer->version == cgroup_version::v1;
+    const bool freeze = use_freezer && freezer && freezer->version == cgroup_version::v1;
     // Freezing is asynchronous; writing FROZEN is enough for our purpose:
     // from here on a task the freezer reaches stops, and a child forked
     // meanwhile is born freezing. A SIGKILL sent to a frozen task is acted on
