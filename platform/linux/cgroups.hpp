@@ -153,8 +153,9 @@ public:
   /// paravirtualised guest.
   outcome<signal_pass> signal_all(bool freeze = true) noexcept;
 
-  /// Kills every task (signal_all() until cgroup.procs is empty) and waits
-  /// until the cgroup is empty, at most `timeout`.
+  /// Kills every task (signal_all() until cgroup.procs is empty, freezing
+  /// only from the fourth pass on) and waits until the cgroup is empty, at
+  /// most `timeout`. An empty cgroup costs one read of cgroup.procs.
   outcome<void> kill_all(std::chrono::milliseconds timeout = std::chrono::seconds(5));
 
   /// Removes the directories (and any child cgroups), retrying while tasks
