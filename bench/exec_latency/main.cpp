@@ -278,16 +278,18 @@ const char* const reuse_floor_loop =
     "    exec(compile(code, '<exec>', 'exec'), {'__name__': '__main__'})\n"
     "    os.write(1, b'\\x00')\n";
 
-/// The floor of fork mode: the harness's imports and preloads (the module is
-/// imported, not run), then per request a child forked to run the code and
-/// report one byte on a fresh pipe, reaped before the answer.
+/// The floor of fork mode: what the zygote holds when it forks (the
+/// harness's runtime module, its serving imports and the preload; nothing
+/// is run), then per request a child forked to run the code and report one
+/// byte on a fresh pipe, reaped before the answer.
 std::string fork_floor_loop(const std::string& harness_dir) {
   return "import os, sys, gc\n"
          "sys.path.insert(0, '" +
          harness_dir +
          "')\n"
-         "import castellan_harness as h\n"
+         "import castellan_runtime as h\n"
          "sys.path.pop(0)\n"
+         "h._import_serving_modules()\n"
          "for name in h.PRELOAD: __import__(name)\n"
          "gc.collect(); gc.freeze()\n"
          "while True:\n"
