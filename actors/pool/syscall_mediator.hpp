@@ -12,7 +12,7 @@
 /// (RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS) from the worker's root, first
 /// as O_PATH. The decision is taken on the path of the object actually
 /// opened (symlinks resolved); the caller gets a reopen of that very object
-/// with its own flags, injected with SECCOMP_ADDFD_FLAG_SEND. The caller's
+/// with its own flags, injected with SECCOMP_IOCTL_NOTIF_ADDFD. The caller's
 /// buffer is never read again, so flipping it changes nothing.
 ///   - reads (read_file, read_dir only) are optimistic: a denial is not an
 ///     errno but the end of the worker (killed before the answer, so the

@@ -204,6 +204,7 @@ outcome<std::unique_ptr<worker_channel>> worker_channel::start(uint64_t id,
     }
     spec.isolation = platform::isolation_mode::namespaces;
     spec.namespaces = {true, true, true, true, true, true, true};
+    ch->pid_namespace_ = spec.namespaces.pid;
     spec.hostname = cfg.sandbox.hostname;
     const bool want_cgroup = cfg.sandbox.cgroups && (limits.memory_bytes != 0 ||
                                                      limits.pids != 0 || limits.cpu_percent != 0);
@@ -353,12 +354,13 @@ worker_channel::~worker_channel() {
 platform::worker_kill_report worker_channel::kill() noexcept {
   if (reaped_ || pid_ <= 0)
     return {};
-  // The cgroup reaches every task however it forked; SIGKILL to
-  // castellan-worker, the init of the sandbox's pid namespace, makes the
-  // kernel kill everything in that namespace; and castellan-worker leads its
-  // own process group, the only reach for an unsandboxed worker.
+  // SIGKILL to castellan-worker, the init of the sandbox's pid namespace,
+  // makes the kernel kill everything in that namespace (and fork no more);
+  // the cgroup reaches every task however it forked; and castellan-worker
+  // leads its own process group, the only reach for an unsandboxed worker.
   platform::worker_kill_target target;
   target.init_pidfd = pidfd_.get();
+  target.init_owns_pid_namespace = pid_namespace_;
   target.process_group = pid_;
   target.cgroup = cgroup_ ? &*cgroup_ : nullptr;
   return platform::kill_worker_tree(target);

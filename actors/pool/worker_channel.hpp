@@ -134,6 +134,7 @@ private:
   unique_fd pidfd_;
   unique_fd control_;
   bool reaped_ = false;
+  bool pid_namespace_ = false; ///< the process is the init of its own pid namespace
   // Sandboxed workers only. Destroyed after the destructor body has killed
   // and reaped the process, so the cgroup is empty when it is removed.
   std::optional<platform::worker_cgroup> cgroup_;

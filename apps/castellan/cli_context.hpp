@@ -4,6 +4,7 @@
 /// What the `castellan` subcommands share: each `add_*_commands` registers its
 /// subcommands on the app, and their callbacks set `exit_code`.
 
+#include <chrono>
 #include <string>
 
 namespace CLI {
@@ -18,6 +19,9 @@ inline constexpr int usage_exit_code = 2;
 
 struct cli_context {
   int exit_code = 0;
+  /// When the command started (made first thing in main): `--timeout`
+  /// counts from here.
+  std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();
 };
 
 /// `castellan exec`, `castellan run`, `castellan status` (apps/castellan/exec_command.cpp).

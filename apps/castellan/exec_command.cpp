@@ -9,6 +9,7 @@
 #include <iostream>
 #include <iterator>
 #include <memory>
+#include <optional>
 #include <sstream>
 #include <thread>
 
@@ -50,7 +51,9 @@ void add_common_flags(CLI::App* cmd, exec_options& o) {
   cmd->add_flag("--json", o.json, "Print the whole result as one JSON object");
   cmd->add_option("--pool-size", o.pool_size, "Warm workers to start")
     ->check(CLI::Range(1u, 256u));
-  cmd->add_option("--timeout", o.timeout, "Deadline, e.g. 500ms, 2s, 1m (default 30s)");
+  cmd->add_option("--timeout", o.timeout,
+                  "Deadline from the start of the command, e.g. 500ms, 2s, 1m (default: the "
+                  "policy's limits.timeout_ms, else 30s)");
   cmd->add_option("--python", o.python, "The interpreter the workers run");
   cmd->add_flag("--worker-stderr", o.worker_stderr,
                 "Show the workers' own diagnostics on stderr");
@@ -107,15 +110,17 @@ void print_result(const exec_result& r, bool json) {
 }
 
 /// Runs `req` through a freshly started actor tree; the process exit code.
-int run_request(const exec_options& o, exec_request req) {
+/// `started`: when the command started, which --timeout counts from.
+int run_request(const exec_options& o, exec_request req,
+                std::chrono::steady_clock::time_point started) {
+  std::optional<uint64_t> timeout_ms;
   if (!o.timeout.empty()) {
-    auto ms = parse_duration_ms(o.timeout);
-    if (!ms) {
+    timeout_ms = parse_duration_ms(o.timeout);
+    if (!timeout_ms) {
       std::cerr << "castellan: --timeout: '" << o.timeout
                 << "' is not a duration (e.g. 500ms, 2s, 1m)\n";
       return usage_exit_code;
     }
-    req.timeout_ms = *ms;
   }
   // Ctrl-C cancels the exec (interrupt_canceller) instead of killing the
   // CLI: SIGINT is blocked before the actor system starts its threads.
@@ -197,6 +202,17 @@ int run_request(const exec_options& o, exec_request req) {
     caf::scoped_actor self{sys};
     // The CLI names its one exec, so that a cancel can refer to it.
     req.exec_id = 1;
+    if (timeout_ms) {
+      // --timeout bounds the whole command: what castellan took to start
+      // (the actor system, the policy, the pool) is already spent. The
+      // pool's deadline then counts from its acceptance, the wait for a
+      // ready worker included.
+      const auto spent = static_cast<uint64_t>(
+        std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() -
+                                                              started)
+          .count());
+      req.timeout_ms = *timeout_ms > spent ? *timeout_ms - spent : 1;
+    }
     auto pending = self->request(*sup, caf::infinite, exec_atom::value, std::move(req));
     {
       // Started after the request is queued: a cancel queues behind it.
@@ -327,7 +343,7 @@ void add_exec_commands(CLI::App& app, cli_context& ctx) {
     }
     exec_request req;
     req.code = std::move(opts->code);
-    ctx.exit_code = run_request(*opts, std::move(req));
+    ctx.exit_code = run_request(*opts, std::move(req), ctx.started);
   });
 
   auto* status = app.add_subcommand("status", "Start the pools, wait until they are warm, report");
@@ -344,7 +360,7 @@ void add_exec_commands(CLI::App& app, cli_context& ctx) {
   run->callback([opts, &ctx] {
     exec_request req;
     req.argv = opts->argv;
-    ctx.exit_code = run_request(*opts, std::move(req));
+    ctx.exit_code = run_request(*opts, std::move(req), ctx.started);
   });
 }
 

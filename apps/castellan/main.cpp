@@ -9,13 +9,14 @@
 #include "apps/castellan/cli_context.hpp"
 
 int main(int argc, char** argv) {
+  // First: `--timeout` counts from here.
+  castellan::cli::cli_context ctx;
   // Diagnostics go to stderr: stdout carries only the code's output or the
   // --json result, so that it stays parseable.
   spdlog::set_default_logger(spdlog::stderr_color_mt("castellan"));
   CLI::App app{"castellan: run untrusted code in warm, sandboxed workers"};
   app.require_subcommand(1);
   app.set_version_flag("--version", "castellan 0.1.0");
-  castellan::cli::cli_context ctx;
   castellan::cli::add_exec_commands(app, ctx);
   castellan::cli::add_policy_commands(app, ctx);
   castellan::cli::add_audit_commands(app, ctx);

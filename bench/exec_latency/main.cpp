@@ -1,14 +1,19 @@
 /// @file main.cpp
-/// Warm-pool exec latency through the typed actor API, side by side with two
-/// baselines measured in the same run:
+/// Warm-pool exec latency through the typed actor API, in both execution
+/// modes, side by side with the baselines measured in the same run:
 ///  - cold: `python3 -c 'print(1)'` started per request;
-///  - floor: a bare C++ driver and a bare warm Python `exec()` loop talking
-///    over a pipe (no actors, no rings, no framing).
+///  - floor (reuse): a bare C++ driver and a bare warm Python `exec()` loop
+///    talking over a pipe (no actors, no rings, no framing);
+///  - floor (fork): the same driver and a bare warm Python with the harness's
+///    modules imported that forks a child per request, which runs the code,
+///    reports one byte on a pipe and is reaped.
 /// And, on a fork-mode pool under policies/default.json, the same exec with
 /// and without a stricter request policy (narrowed in the exec's process:
 /// an extra Landlock ruleset and seccomp filter), side by side.
 ///
-/// Usage: bench_exec_latency [iterations]   (default 5000)
+/// Usage: bench_exec_latency [iterations] [all|reuse|fork]
+/// (default 5000, all; the fork-mode rows run a tenth of the iterations,
+/// at least 100).
 
 #include <fcntl.h>
 #include <spawn.h>
@@ -18,6 +23,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <thread>
@@ -65,33 +71,37 @@ figures report(const char* what, bench::samples& s, double seconds) {
 
 /// Sequential requests from one requester to `dest`.
 template <class Handle>
-void run_sequential(caf::actor_system& sys, const Handle& dest, const char* what,
-                    const std::string& code, int iterations) {
+double run_sequential(caf::actor_system& sys, const Handle& dest, const char* what,
+                      const std::string& code, int iterations, const std::string& pool = {}) {
   caf::scoped_actor self{sys};
   bench::samples s;
   int errors = 0;
   for (int i = 0; i < iterations / 10; ++i) { // warm-up
     exec_request req;
     req.code = code;
-    self->request(dest, caf::infinite, exec_atom::value, req).receive([](exec_result&) {},
-                                                                      [](caf::error&) {});
+    req.pool = pool;
+    self->request(dest, caf::infinite, exec_atom::value, req)
+        .receive([](exec_result&) {}, [](caf::error&) {});
   }
   auto start = clock_type::now();
   for (int i = 0; i < iterations; ++i) {
     exec_request req;
     req.code = code;
+    req.pool = pool;
     auto t0 = clock_type::now();
     self->request(dest, caf::infinite, exec_atom::value, std::move(req))
-      .receive(
-        [&](exec_result& r) {
-          s.add(micros_since(t0));
-          errors += r.error != error_class::ok;
-        },
-        [&](caf::error&) { ++errors; });
+        .receive(
+            [&](exec_result& r) {
+              s.add(micros_since(t0));
+              errors += r.error != error_class::ok;
+            },
+            [&](caf::error&) { ++errors; });
   }
+  const double p50 = s.percentile(0.50);
   report(what, s, std::chrono::duration<double>(clock_type::now() - start).count());
   if (errors)
     std::printf("  !! %d failed requests\n", errors);
+  return p50;
 }
 
 /// A fork-mode pool under policies/default.json: 'pass' without and with a
@@ -202,7 +212,7 @@ void run_fork_rows(caf::actor_system& sys, int iterations) {
 /// `clients` concurrent requesters, `iterations` requests in all.
 template <class Handle>
 void run_concurrent(caf::actor_system& sys, const Handle& dest, const char* what, int clients,
-                    int iterations) {
+                    int iterations, const std::string& pool = {}) {
   std::vector<bench::samples> per(static_cast<std::size_t>(clients));
   std::atomic<int> next{0};
   std::atomic<int> errors{0};
@@ -214,10 +224,11 @@ void run_concurrent(caf::actor_system& sys, const Handle& dest, const char* what
       while (next++ < iterations) {
         exec_request req;
         req.code = "pass";
+        req.pool = pool;
         auto t0 = clock_type::now();
         self->request(dest, caf::infinite, exec_atom::value, std::move(req))
-          .receive([&](exec_result&) { per[static_cast<std::size_t>(c)].add(micros_since(t0)); },
-                   [&](caf::error&) { ++errors; });
+            .receive([&](exec_result&) { per[static_cast<std::size_t>(c)].add(micros_since(t0)); },
+                     [&](caf::error&) { ++errors; });
       }
     });
   }
@@ -256,9 +267,8 @@ void run_cold(int iterations) {
          std::chrono::duration<double>(clock_type::now() - start).count());
 }
 
-/// The floor: a warm `exec()` loop over a pipe, driven directly.
-void run_floor(int iterations) {
-  static const char* loop =
+/// The floor of reuse mode: a warm `exec()` loop.
+const char* const reuse_floor_loop =
     "import os\n"
     "while True:\n"
     "    n = int.from_bytes(os.read(0, 4), 'little')\n"
@@ -267,58 +277,240 @@ void run_floor(int iterations) {
     "    while len(code) < n: code += os.read(0, n - len(code))\n"
     "    exec(compile(code, '<exec>', 'exec'), {'__name__': '__main__'})\n"
     "    os.write(1, b'\\x00')\n";
-  int to_py[2], from_py[2];
-  if (pipe(to_py) != 0 || pipe(from_py) != 0)
-    return;
-  pid_t pid = fork();
-  if (pid == 0) {
-    dup2(to_py[0], 0);
-    dup2(from_py[1], 1);
-    execl("/usr/bin/python3", "python3", "-I", "-c", loop, static_cast<char*>(nullptr));
-    _exit(127);
+
+/// The floor of fork mode: what the zygote holds when it forks (the
+/// harness's runtime module, its serving imports and the preload; nothing
+/// is run), then per request a child forked to run the code and report one
+/// byte on a fresh pipe, reaped before the answer.
+std::string fork_floor_loop(const std::string& harness_dir) {
+  return "import os, sys, gc\n"
+         "sys.path.insert(0, '" +
+         harness_dir +
+         "')\n"
+         "import castellan_runtime as h\n"
+         "sys.path.pop(0)\n"
+         "h._import_serving_modules()\n"
+         "for name in h.PRELOAD: __import__(name)\n"
+         "gc.collect(); gc.freeze()\n"
+         "while True:\n"
+         "    n = int.from_bytes(os.read(0, 4), 'little')\n"
+         "    if n == 0: break\n"
+         "    code = b''\n"
+         "    while len(code) < n: code += os.read(0, n - len(code))\n"
+         "    r, w = os.pipe()\n"
+         "    pid = os.fork()\n"
+         "    if pid == 0:\n"
+         "        os.close(r)\n"
+         "        try:\n"
+         "            exec(compile(code, '<exec>', 'exec'), {'__name__': '__main__'})\n"
+         "            status = 0\n"
+         "        except BaseException:\n"
+         "            status = 1\n"
+         "        os.write(w, bytes([status]))\n"
+         "        os._exit(0)\n"
+         "    os.close(w)\n"
+         "    report = os.read(r, 1)\n"
+         "    os.close(r)\n"
+         "    os.waitpid(pid, 0)\n"
+         "    os.write(1, report)\n";
+}
+
+/// A bare Python loop (`script`: reads length-prefixed code on stdin,
+/// answers one byte per request on stdout) driven directly over two pipes.
+class python_loop {
+public:
+  explicit python_loop(const std::string& script) {
+    int to_py[2], from_py[2];
+    if (pipe(to_py) != 0 || pipe(from_py) != 0)
+      return;
+    pid_ = fork();
+    if (pid_ == 0) {
+      dup2(to_py[0], 0);
+      dup2(from_py[1], 1);
+      // The flags castellan-worker starts the harness with.
+      execl("/usr/bin/python3", "python3", "-I", "-S", "-B", "-c", script.c_str(),
+            static_cast<char*>(nullptr));
+      _exit(127);
+    }
+    close(to_py[0]);
+    close(from_py[1]);
+    to_ = to_py[1];
+    from_ = from_py[0];
   }
-  close(to_py[0]);
-  close(from_py[1]);
-  auto roundtrip = [&](const std::string& code) {
+  python_loop(const python_loop&) = delete;
+  python_loop& operator=(const python_loop&) = delete;
+  ~python_loop() {
+    if (pid_ <= 0)
+      return;
+    uint32_t zero = 0;
+    (void)!write(to_, &zero, 4);
+    close(to_);
+    close(from_);
+    int status;
+    waitpid(pid_, &status, 0);
+  }
+
+  /// CPU time of the loop's process and the children it reaped, in µs.
+  double cpu_us() const {
+    char path[64];
+    std::snprintf(path, sizeof path, "/proc/%d/stat", static_cast<int>(pid_));
+    FILE* f = std::fopen(path, "r");
+    if (f == nullptr)
+      return 0;
+    char buf[1024];
+    const std::size_t n = std::fread(buf, 1, sizeof buf - 1, f);
+    std::fclose(f);
+    buf[n] = '\0';
+    const char* p = std::strrchr(buf, ')');
+    if (p == nullptr)
+      return 0;
+    // utime, stime, cutime, cstime are fields 14 to 17; ')' ends field 2.
+    unsigned long long v[4] = {};
+    int field = 2;
+    for (const char* q = p + 1; *q != '\0' && field < 17; ++q) {
+      if (*q == ' ') {
+        ++field;
+        if (field >= 14)
+          v[field - 14] = std::strtoull(q + 1, nullptr, 10);
+      }
+    }
+    return static_cast<double>(v[0] + v[1] + v[2] + v[3]) * 1e6 /
+           static_cast<double>(sysconf(_SC_CLK_TCK));
+  }
+
+  bool roundtrip(const std::string& code) {
     uint32_t n = static_cast<uint32_t>(code.size());
     std::string msg(reinterpret_cast<const char*>(&n), 4);
     msg += code;
-    if (write(to_py[1], msg.data(), msg.size()) != static_cast<ssize_t>(msg.size()))
+    if (write(to_, msg.data(), msg.size()) != static_cast<ssize_t>(msg.size()))
       return false;
     char ack;
-    return read(from_py[0], &ack, 1) == 1;
-  };
+    return read(from_, &ack, 1) == 1;
+  }
+
+private:
+  pid_t pid_ = -1;
+  int to_ = -1;
+  int from_ = -1;
+};
+
+/// A floor row: `script` driven sequentially. Returns the p50.
+double run_floor(const char* what, const std::string& script, int iterations) {
+  python_loop py(script);
   for (int i = 0; i < iterations / 10; ++i)
-    roundtrip("pass");
+    py.roundtrip("pass");
   bench::samples s;
   auto start = clock_type::now();
   for (int i = 0; i < iterations; ++i) {
     auto t0 = clock_type::now();
-    if (!roundtrip("pass"))
+    if (!py.roundtrip("pass"))
       break;
     s.add(micros_since(t0));
   }
-  report("floor: bare warm exec() loop over a pipe", s,
-         std::chrono::duration<double>(clock_type::now() - start).count());
-  uint32_t zero = 0;
-  (void)!write(to_py[1], &zero, 4);
-  close(to_py[1]);
-  close(from_py[0]);
-  int status;
-  waitpid(pid, &status, 0);
+  const double p50 = s.percentile(0.50);
+  report(what, s, std::chrono::duration<double>(clock_type::now() - start).count());
+  return p50;
+}
+
+/// Fork mode against its floor: blocks of requests to the "fork" pool and to
+/// the bare forking zygote take turns, so that both see the same machine
+/// (a fork costs milliseconds, and other load comes and goes meanwhile).
+/// Prints both rows and the ratio of the p50s.
+void run_fork_comparison(caf::actor_system& sys, const supervisor_actor& sup,
+                         const std::string& harness_dir, int iterations) {
+  constexpr int block = 20;
+  python_loop floor(fork_floor_loop(harness_dir));
+  caf::scoped_actor self{sys};
+  int errors = 0;
+  // The worker's cgroup (castellan-worker, the harness, its zygote, the
+  // exec's process) against the floor process and its children.
+  double ours_cpu_us = 0;
+  auto castellan_once = [&]() -> double {
+    exec_request req;
+    req.code = "pass";
+    req.pool = "fork";
+    auto t0 = clock_type::now();
+    double us = 0;
+    self->request(sup, caf::infinite, exec_atom::value, std::move(req))
+        .receive(
+            [&](exec_result& r) {
+              us = micros_since(t0);
+              errors += r.error != error_class::ok;
+              ours_cpu_us += static_cast<double>(r.usage.cpu_us);
+            },
+            [&](caf::error&) { ++errors; });
+    return us;
+  };
+  for (int i = 0; i < block; ++i) { // warm-up
+    castellan_once();
+    floor.roundtrip("pass");
+  }
+  bench::samples ours;
+  bench::samples base;
+  double ours_s = 0;
+  double base_s = 0;
+  double base_cpu_us = 0;
+  ours_cpu_us = 0;
+  for (int done = 0; done < iterations; done += block) {
+    for (int i = 0; i < block; ++i) {
+      const double us = castellan_once();
+      ours.add(us);
+      ours_s += us / 1e6;
+    }
+    const double cpu0 = floor.cpu_us();
+    for (int i = 0; i < block; ++i) {
+      auto t0 = clock_type::now();
+      if (!floor.roundtrip("pass"))
+        break;
+      const double us = micros_since(t0);
+      base.add(us);
+      base_s += us / 1e6;
+    }
+    base_cpu_us += floor.cpu_us() - cpu0;
+  }
+  const double ours_p50 = ours.percentile(0.5);
+  const double base_p50 = base.percentile(0.5);
+  report("castellan fork: 'pass' via supervisor", ours, ours_s);
+  report("floor: bare warm zygote forking per request", base, base_s);
+  if (errors)
+    std::printf("  !! %d failed requests\n", errors);
+  if (base_p50 > 0)
+    std::printf("fork mode p50 / its floor's p50: %.2f (target <= 1.2)\n", ours_p50 / base_p50);
+  const double n = static_cast<double>(base.size());
+  if (base_cpu_us > 0 && n > 0)
+    std::printf("CPU per exec: castellan's worker %.0f us, the floor %.0f us (%.2f)\n",
+                ours_cpu_us / static_cast<double>(ours.size()), base_cpu_us / n,
+                (ours_cpu_us / static_cast<double>(ours.size())) / (base_cpu_us / n));
 }
 
 } // namespace
 
 int main(int argc, char** argv) {
   const int iterations = argc > 1 ? std::atoi(argv[1]) : 5000;
+  const std::string rows = argc > 2 ? argv[2] : "all";
+  if (iterations <= 0 || (rows != "all" && rows != "reuse" && rows != "fork")) {
+    std::fprintf(stderr, "usage: bench_exec_latency [iterations] [all|reuse|fork]\n");
+    return 2;
+  }
   caf::actor_system_config cfg;
   prepare_actor_system_config(cfg);
   caf::actor_system sys{cfg};
 
+  auto layout = platform::find_install_layout();
+  if (!layout) {
+    std::fprintf(stderr, "bench: %s\n", layout.error().describe().c_str());
+    return 2;
+  }
+  const std::string harness_dir = layout->harness.substr(0, layout->harness.rfind('/'));
+
+  // Two pools of 4: the default one reuses the warm interpreter, "fork"
+  // forks a child of the warm zygote per exec.
   supervisor_config sc;
   pool_config pc;
   pc.size = 4;
+  sc.pools.push_back(pc);
+  pc.name = "fork";
+  pc.mode = exec_mode::fork;
   sc.pools.push_back(pc);
   auto sup = spawn_supervisor(sys, sc);
   if (!sup) {
@@ -329,18 +521,34 @@ int main(int argc, char** argv) {
   {
     caf::scoped_actor self{sys};
     self->request(*sup, caf::infinite, get_pool_atom::value, std::string{})
-      .receive([&](pool_actor& p) { pool = p; }, [](caf::error&) {});
+        .receive([&](pool_actor& p) { pool = p; }, [](caf::error&) {});
   }
-  std::printf("exec latency, %d requests per row, %u cores\n", iterations,
-              std::thread::hardware_concurrency());
-  std::printf("%-52s %8s %8s %10s\n", "", "p50 us", "p99 us", "execs/s");
-  run_sequential(sys, *sup, "castellan: 'pass' via supervisor", "pass", iterations);
-  run_sequential(sys, *sup, "castellan: 'print(1)' via supervisor", "print(1)", iterations);
-  run_sequential(sys, pool, "castellan: 'pass' direct to pool", "pass", iterations);
-  run_concurrent(sys, *sup, "castellan: 'pass', 8 clients, pool of 4", 8, iterations * 2);
-  run_floor(iterations);
+  const bool reuse_rows = rows == "all" || rows == "reuse";
+  const bool fork_rows = rows == "all" || rows == "fork";
+  std::printf("%u cores\n", std::thread::hardware_concurrency());
+  if (reuse_rows) {
+    std::printf("\nreuse mode, %d requests per row\n", iterations);
+    std::printf("%-52s %8s %8s %10s\n", "", "p50 us", "p99 us", "execs/s");
+    run_sequential(sys, *sup, "castellan: 'pass' via supervisor", "pass", iterations);
+    run_sequential(sys, *sup, "castellan: 'print(1)' via supervisor", "print(1)", iterations);
+    run_sequential(sys, pool, "castellan: 'pass' direct to pool", "pass", iterations);
+    run_concurrent(sys, *sup, "castellan: 'pass', 8 clients, pool of 4", 8, iterations * 2);
+    run_floor("floor: bare warm exec() loop over a pipe", reuse_floor_loop, iterations);
+  }
+  if (fork_rows) {
+    // A fork costs a process: a tenth of the requests.
+    const int n = std::max(100, iterations / 10);
+    std::printf("\nfork mode, %d requests per row\n", n);
+    std::printf("%-52s %8s %8s %10s\n", "", "p50 us", "p99 us", "execs/s");
+    run_fork_comparison(sys, *sup, harness_dir, n);
+    run_sequential(sys, *sup, "castellan fork: 'print(1)' via supervisor", "print(1)", n, "fork");
+    run_concurrent(sys, *sup, "castellan fork: 'pass', 8 clients, pool of 4", 8, n * 2, "fork");
+    std::printf("\nfork mode, a pool of 1 under policies/default.json, %d requests per row\n", n);
+    std::printf("%-52s %8s %8s %10s\n", "", "p50 us", "p99 us", "execs/s");
+    run_fork_rows(sys, n);
+  }
+  std::printf("\n");
   run_cold(std::max(20, iterations / 100));
   caf::anon_send(*sup, shutdown_atom::value);
-  run_fork_rows(sys, std::max(100, iterations / 5));
   return 0;
 }

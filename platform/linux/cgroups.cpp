@@ -538,7 +538,7 @@ bool worker_cgroup::reset_peak_memory() noexcept {
   return static_cast<bool>(write_text_file(file, m->version == cgroup_version::v1 ? "0" : "reset"));
 }
 
-outcome<worker_cgroup::signal_pass> worker_cgroup::signal_all() noexcept {
+outcome<worker_cgroup::signal_pass> worker_cgroup::signal_all(bool use_freezer) noexcept {
   signal_pass pass;
   try {
     const std::string v2 = v2_directory();
@@ -549,7 +549,7 @@ outcome<worker_cgroup::signal_pass> worker_cgroup::signal_all() noexcept {
       return pass;
     }
     const node* freezer = node_for("freezer");
-    const bool freeze = freezer && freezer->version == cgroup_version::v1;
+    const bool freeze = use_freezer && freezer && freezer->version == cgroup_version::v1;
     // Freezing is asynchronous; writing FROZEN is enough for our purpose:
     // from here on a task the freezer reaches stops, and a child forked
     // meanwhile is born freezing. A SIGKILL sent to a frozen task is acted on
@@ -577,10 +577,7 @@ outcome<worker_cgroup::signal_pass> worker_cgroup::signal_all() noexcept {
 outcome<void> worker_cgroup::kill_all(std::chrono::milliseconds timeout) {
   using clock = std::chrono::steady_clock;
   const auto deadline = clock::now() + timeout;
-  for (;;) {
-    auto pass = signal_all();
-    if (!pass)
-      return pass.error();
+  for (int pass = 0;; ++pass) {
     auto left = pids();
     if (!left)
       return left.error();
@@ -590,6 +587,12 @@ outcome<void> worker_cgroup::kill_all(std::chrono::milliseconds timeout) {
       return logic_failure("cgroup: " + std::to_string(left->size()) +
                            " task(s) still alive after the kill (first pid " +
                            std::to_string(left->front()) + ")");
+    // Usually the tasks are dying already (their namespace's init is gone)
+    // or one plain pass ends them: a task with SIGKILL pending forks no
+    // more, and the next pass gets the children forked before it. The
+    // freezer (milliseconds per use on v1) only if forks keep up.
+    if (auto signalled = signal_all(pass >= 3); !signalled)
+      return signalled.error();
     // Killed tasks leave cgroup.procs once they have exited; until then
     // they are listed (and signalled again, which is harmless).
     std::this_thread::sleep_for(std::chrono::milliseconds(1));

@@ -150,21 +150,36 @@ outcome<void> notify_listener::respond_continue(uint64_t id) noexcept {
 }
 
 outcome<int> notify_listener::respond_with_fd(uint64_t id, int fd, bool cloexec) noexcept {
+  // Not SECCOMP_ADDFD_FLAG_SEND. With it the kernel marks the call answered
+  // before it waits for the caller to take the fd; when that wait is
+  // interrupted (a signal, or io_uring task work queued for this thread,
+  // which is how the pool's event source gets its completions) it withdraws
+  // the fd but not the mark: the restarted ioctl fails with EINPROGRESS and
+  // the caller's system call returns 0, an fd it never asked for. A plain
+  // addfd leaves the call pending while it waits, so its restart simply
+  // adds the fd again; the answer follows.
   seccomp_notif_addfd add{};
   add.id = id;
-  add.flags = SECCOMP_ADDFD_FLAG_SEND;
+  add.flags = 0;
   add.srcfd = static_cast<uint32_t>(fd);
   add.newfd = 0;
   add.newfd_flags = cloexec ? O_CLOEXEC : 0;
-  const int rc = ::ioctl(fd_.get(), SECCOMP_IOCTL_NOTIF_ADDFD, &add);
+  int rc;
+  do
+    rc = ::ioctl(fd_.get(), SECCOMP_IOCTL_NOTIF_ADDFD, &add);
+  while (rc < 0 && errno == EINTR);
   if (rc < 0)
     return errno_failure("seccomp notify: add fd");
+  // The caller is still waiting: nothing it does can reuse that number
+  // before it sees the answer, except closing it itself.
+  if (auto sent = send_response(fd_.get(), id, 0, rc, 0); !sent)
+    return sent.error();
   return rc;
 }
 
 bool notify_supported() noexcept {
-  // The kernel must know SECCOMP_RET_USER_NOTIF (5.0); ADDFD_FLAG_SEND
-  // (5.14) has no probe of its own and is reported when first used.
+  // The kernel must know SECCOMP_RET_USER_NOTIF (5.0); ADDFD (5.9) has no
+  // probe of its own and is reported when first used.
   uint32_t action = SECCOMP_RET_USER_NOTIF;
   return ::syscall(SYS_seccomp, SECCOMP_GET_ACTION_AVAIL, 0, &action) == 0;
 }

@@ -4,8 +4,8 @@
 /// seccomp user notification: the filter that sends chosen system calls to
 /// the supervisor (SECCOMP_RET_USER_NOTIF) and the listener through which
 /// the supervisor receives them and answers — with an errno, a value, a file
-/// descriptor of its own injected into the caller (SECCOMP_IOCTL_NOTIF_ADDFD
-/// with SECCOMP_ADDFD_FLAG_SEND), or "continue".
+/// descriptor of its own injected into the caller (SECCOMP_IOCTL_NOTIF_ADDFD,
+/// then the answer with its number), or "continue".
 ///
 /// The notify filter is a second filter next to the anti-escape filter
 /// (seccomp_filter.hpp): the kernel runs every filter and applies the most
@@ -84,16 +84,17 @@ public:
   outcome<void> respond_continue(uint64_t id) noexcept;
 
   /// Installs a duplicate of `fd` in the caller (close-on-exec when
-  /// `cloexec`) and answers the call with its number, atomically
-  /// (SECCOMP_ADDFD_FLAG_SEND). Returns that number.
+  /// `cloexec`), then answers the call with its number. Returns that number.
+  /// Safe on a thread that signals or io_uring task work interrupt (see the
+  /// definition for why SECCOMP_ADDFD_FLAG_SEND is not).
   outcome<int> respond_with_fd(uint64_t id, int fd, bool cloexec) noexcept;
 
 private:
   unique_fd fd_;
 };
 
-/// True when this kernel supports SECCOMP_ADDFD_FLAG_SEND (5.14): checked
-/// by the pool before it relies on fd injection.
+/// True when this kernel has seccomp user notification: checked by the
+/// pool before it relies on fd injection (SECCOMP_IOCTL_NOTIF_ADDFD, 5.9).
 bool notify_supported() noexcept;
 
 } // namespace castellan::platform

@@ -24,8 +24,12 @@ std::string worker_kill_report::describe() const {
 
 worker_kill_report kill_worker_tree(const worker_kill_target& target) noexcept {
   worker_kill_report report;
+  const bool namespace_first = target.init_owns_pid_namespace && target.init_pidfd >= 0;
+  if (namespace_first)
+    report.init_signalled = static_cast<bool>(pidfd_signal(target.init_pidfd, SIGKILL));
   if (target.cgroup != nullptr) {
-    auto pass = target.cgroup->signal_all();
+    // Behind a dying namespace init nothing can fork any more: no freezer.
+    auto pass = target.cgroup->signal_all(!report.init_signalled);
     if (pass) {
       report.cgroup_method = pass->method;
       report.cgroup_tasks = pass->tasks;
@@ -36,7 +40,7 @@ worker_kill_report kill_worker_tree(const worker_kill_target& target) noexcept {
       }
     }
   }
-  if (target.init_pidfd >= 0)
+  if (target.init_pidfd >= 0 && !namespace_first)
     report.init_signalled = static_cast<bool>(pidfd_signal(target.init_pidfd, SIGKILL));
   // A negative pid names the group; the group leader's pid is the group id.
   if (target.process_group > 0)

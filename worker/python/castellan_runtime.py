@@ -14,16 +14,22 @@ import (PRELOAD) are loaded afterwards, one step at a time, while no request
 is waiting. A request that arrives earlier first completes the steps serving
 needs; the preload resumes when the harness is idle again.
 
-In `fork` mode the loaded, pre-imported harness is a zygote: each CODE runs
-in a child forked for it, which reports its outcome on a private pipe and
-exits, so nothing the code did (modules imported, globals, open files,
-threads, signal handlers, memory) survives into the next exec. Only the
-zygote touches the wire; the child's output reaches it through the fd 1/2
-pumps.
+In `fork` mode each CODE runs in a child forked from a pre-imported zygote,
+which reports its outcome on a private pipe and exits, so nothing the code
+did (modules imported, globals, open files, threads, signal handlers,
+memory) survives into the next exec. The zygote is a process of its own,
+forked from the harness before READY; it does the start-up steps the
+children need (and the preload), then only forks, waits and reaps. The
+harness itself never forks again: after a fork every page the forking
+process writes costs a fault, and the harness's wire work would pay that on
+every exec. Only the harness touches the wire (the zygote drops the
+segment's mapping and every fd of it); a child's output reaches it through
+the fd 1/2 pipes, which it drains while it waits for the zygote's answer.
 
 Exit codes: 0 after SHUTDOWN (or after the request in oneshot mode), 2 for a
-bad command line, 3 for a broken wire. Nothing user code does is meant to end
-the harness except through the process itself (os._exit, signals).
+bad command line, 3 for a broken wire, 4 when the fork-mode zygote is gone.
+Nothing user code does is meant to end the harness except through the
+process itself (os._exit, signals) or, in fork mode, its zygote.
 """
 
 import os
@@ -37,6 +43,7 @@ import builtins
 import gc
 import io
 import select
+import struct
 import time
 import types
 import warnings
@@ -105,6 +112,7 @@ def _import_tighten():
 
 EXIT_USAGE = 2
 EXIT_BROKEN_WIRE = 3
+EXIT_ZYGOTE_LOST = 4
 
 #: Frames from these files are the harness's, never shown in a traceback, and
 #: never interrupted by KeyboardInterrupt (see Harness._on_sigint).
@@ -189,13 +197,15 @@ class _Pump:
     below sys.stdout (os.write(1, ...), C extensions, child processes) is not
     lost and never blocks the writer. A thread reads whenever data arrives;
     the main thread drains it once more, under the same lock, before RESULT,
-    so all of a request's fd-level output precedes its RESULT.
+    so all of a request's fd-level output precedes its RESULT. In fork mode
+    there is no thread: the harness has nothing else to do while the child
+    runs, and drains the pipes in the loop that waits for it.
 
     Order: fd-level output and sys.stdout output travel separately (the
     latter is buffered in-process up to 64 KiB), so their relative order
     within a request may differ from the order of the writes."""
 
-    def __init__(self, harness, target_fd, mtype):
+    def __init__(self, harness, target_fd, mtype, threaded=True):
         self._harness = harness
         self.target_fd = target_fd
         self._mtype = mtype
@@ -203,7 +213,8 @@ class _Pump:
         os.set_blocking(self.read_fd, False)
         self.lock = _thread.allocate_lock()
         self.restore()
-        _thread.start_new_thread(self._run, ())
+        if threaded:
+            _thread.start_new_thread(self._run, ())
 
     def restore(self):
         """Points fd 1/2 at the pipe again (user code may close or dup2 it)."""
@@ -229,6 +240,109 @@ class _Pump:
                 return  # cannot happen while we hold the write end
             h.wire.send_stream(self._mtype, h.request_id, data)
 
+    def forward(self, send=True):
+        """Fork mode: sends what the pipe holds, once poll said it is
+        readable (reads until one comes back short, so that an empty pipe
+        rarely costs an exception). With `send` false the bytes are dropped:
+        before an exec, what was written after the last RESULT belongs to no
+        exec."""
+        h = self._harness
+        while True:
+            try:
+                data = os.read(self.read_fd, wire.STREAM_CHUNK)
+            except BlockingIOError:
+                return
+            if send and data:
+                h.wire.send_stream(self._mtype, h.request_id, data)
+            if len(data) < wire.STREAM_CHUNK:
+                return
+
+
+#: A fork-mode child's report: exit code, then the byte lengths of the
+#: exception's type, message and traceback (-1 each: no exception) and of
+#: the text for stderr (-1: none), then those bytes (UTF-8).
+_REPORT = struct.Struct("<iiiii")
+
+#: The most a child's report may take: what a pipe holds by default, so
+#: that it is written at once, with nobody reading yet.
+_REPORT_MAX = 65536
+
+#: The harness to the zygote: the length of the code and of the TIGHTEN
+#: payload (0: none) that follow, in that order.
+_CODE_HEADER = struct.Struct("<II")
+
+#: The zygote to the harness, per exec: the child's pid (0: none was forked;
+#: -1: fork failed, and the status is the errno), its wait status, the
+#: length of its report, what became of a tightening (one of the _TIGHTENED
+#: values) and the length of its text; then the report and the text.
+_ANSWER_HEADER = struct.Struct("<iiIII")
+_NOT_TIGHTENED, _TIGHTENED, _TIGHTEN_REFUSED = range(3)
+
+
+def _pack_report(exit_code, exception, exit_message, limit):
+    """The report, at most `limit` bytes: the longest text is halved (and
+    marked) until it fits, as send_result() does for the RESULT frame."""
+    if exception is None and exit_message is None:
+        return _REPORT.pack(exit_code, -1, -1, -1, -1)
+    texts = {k: v.encode("utf-8", "backslashreplace") for k, v in (exception or {}).items()}
+    if exit_message is not None:
+        texts["exit_message"] = exit_message.encode("utf-8", "backslashreplace")
+    while _REPORT.size + sum(len(t) for t in texts.values()) > limit:
+        longest = max(texts, key=lambda k: len(texts[k]))
+        text = texts[longest]
+        texts[longest] = (text[:len(text) // 2].decode("utf-8", "ignore") +
+                          "…[truncated]").encode("utf-8")
+    order = ("type", "message", "traceback", "exit_message")
+    lengths = [len(texts[k]) if k in texts else -1 for k in order]
+    return _REPORT.pack(exit_code, *lengths) + b"".join(texts.get(k, b"") for k in order)
+
+
+def _unpack_report(report):
+    """(exit code, exception or None, stderr text or None) from a child's
+    report, or None when it is not a well-formed one. The child ran user
+    code: every length is checked against what arrived, every text must be
+    UTF-8, and nothing in it is trusted beyond its shape."""
+    if len(report) < _REPORT.size:
+        return None
+    exit_code, *lengths = _REPORT.unpack_from(report)
+    if any(n < -1 for n in lengths) or len({n < 0 for n in lengths[:3]}) != 1:
+        return None
+    if _REPORT.size + sum(max(n, 0) for n in lengths) != len(report):
+        return None
+    texts = []
+    offset = _REPORT.size
+    try:
+        for n in lengths:
+            if n < 0:
+                texts.append(None)
+                continue
+            texts.append(bytes(report[offset:offset + n]).decode("utf-8"))
+            offset += n
+    except UnicodeDecodeError:
+        return None
+    exception = None
+    if texts[0] is not None:
+        exception = {"type": texts[0], "message": texts[1], "traceback": texts[2]}
+    return exit_code, exception, texts[3]
+
+
+def _read_exact(fd, n):
+    """`n` bytes from a blocking fd, fewer only at EOF."""
+    chunks = []
+    while n > 0:
+        chunk = os.read(fd, min(n, 1 << 20))
+        if not chunk:
+            break
+        chunks.append(chunk)
+        n -= len(chunk)
+    return b"".join(chunks)
+
+
+def _write_all(fd, data):
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
+
 
 class Harness:
     def __init__(self, segment_fd, to_worker_fd, to_supervisor_fd, mode, control_fd=None):
@@ -244,8 +358,8 @@ class Harness:
         self._retriggered = False
         self.child = None
         self.in_forked_child = False
-        # (request id, parsed description or TighteningError) of a TIGHTEN
-        # frame, until the CODE frame it announces arrives.
+        # (request id, payload, parsed description or TighteningError) of a
+        # TIGHTEN frame, until the CODE frame it announces arrives.
         self.pending_tighten = None
         self.wire = wire.Wire(segment_fd, to_worker_fd, to_supervisor_fd,
                               on_broken=self._broken)
@@ -265,8 +379,14 @@ class Harness:
                                self._load_libc, self._install_policy_denials,
                                self._snapshot_baseline]
         self._preload_steps = [_preloader(name) for name in PRELOAD]
+        self.zygote = None
         if mode == "fork":
-            self._preload_steps.append(_freeze_shared_objects)
+            # The harness runs no user code: it needs json (results), the C
+            # library (COMMAND output) and nothing of the preload. What the
+            # code needs is the zygote's (_zygote_main).
+            self._zygote_steps = (self._serving_steps, self._preload_steps)
+            self._serving_steps = [_import_serving_modules, self._load_libc]
+            self._preload_steps = []
         self._snapshot_baseline()
         signal.signal(signal.SIGINT, self._on_sigint)
         self.out = self.err = None
@@ -292,11 +412,17 @@ class Harness:
         READY: the pool counts a ready worker's tasks, and more after an exec
         means the exec left something running. Plain _thread threads, so
         that `threading` (~6 ms to import) is not needed for READY; they
-        are daemonic, and user code does not see them in threading.enumerate()."""
-        self._retrigger_r, self._retrigger_w = os.pipe()
-        os.set_blocking(self._retrigger_w, False)
-        _thread.start_new_thread(self._retrigger_loop, ())
-        self.pumps = [_Pump(self, 1, wire.STDOUT), _Pump(self, 2, wire.STDERR)]
+        are daemonic, and user code does not see them in threading.enumerate().
+        In fork mode the harness runs no user code: no re-trigger thread, and
+        it drains the pipes itself while it waits for the zygote."""
+        threaded = self.mode != "fork"
+        self._retrigger_r = self._retrigger_w = None
+        if threaded:
+            self._retrigger_r, self._retrigger_w = os.pipe()
+            os.set_blocking(self._retrigger_w, False)
+            _thread.start_new_thread(self._retrigger_loop, ())
+        self.pumps = [_Pump(self, 1, wire.STDOUT, threaded),
+                      _Pump(self, 2, wire.STDERR, threaded)]
 
     def _load_libc(self):
         self._libc = ctypes.CDLL(None)
@@ -358,7 +484,8 @@ class Harness:
                 # thread sends the signal again shortly.
                 self._pending_interrupt = True
                 try:
-                    os.write(self._retrigger_w, b"!")
+                    if self._retrigger_w is not None:
+                        os.write(self._retrigger_w, b"!")
                 except OSError:
                     pass
                 return
@@ -479,6 +606,11 @@ class Harness:
         """RESULT, with the exception's strings shortened until it fits one
         frame (a ring of 4 KiB still gets a readable result). `extra` adds
         fields (the tightening report, a refusal)."""
+        if exception is None and not extra:
+            # What json.dumps gives for this body, without the encoder.
+            self.wire.send(wire.RESULT, request_id,
+                           b'{"exit_code": %d, "exception": null}' % exit_code)
+            return
         limit = self.wire.writer.max_payload
         body = {"exit_code": exit_code, "exception": exception}
         if extra:
@@ -624,64 +756,89 @@ class Harness:
 
     # --- CODE in a forked child (fork mode) -------------------------------------------
 
-    def run_code_forked(self, request_id, source, tightening=None):
-        self._prepare(request_id)
-        prepared = None
-        if tightening is not None:
-            # Built here, not in the child: every page the child touches is
-            # copied, the zygote's are its own.
+    def _start_zygote(self):
+        """Forks the zygote, before READY: the pool counts it among the
+        worker's tasks when idle. It keeps stdio (fd 1/2 are the pipes the
+        harness drains), its two pipes to the harness and the control
+        socket, and nothing of the wire."""
+        ctl_r, ctl_w = os.pipe()
+        answer_r, answer_w = os.pipe()
+        pid = os.fork()
+        if pid == 0:
             try:
-                prepared = tighten.prepare(tightening)
-            except tighten.TighteningError as e:
-                self._refuse(request_id, str(e))
-                return
-        status_r, status_w = os.pipe() if prepared is not None else (None, None)
-        result_r, result_w = os.pipe()
+                keep = {0, 1, 2, ctl_r, answer_w}
+                if self.control_fd is not None:
+                    keep.add(self.control_fd)
+                self._close_all_but(keep)
+                self._zygote_main(ctl_r, answer_w)
+            finally:
+                os._exit(0)
+        os.close(ctl_r)
+        os.close(answer_w)
+        pidfd = os.pidfd_open(pid)
+        self.zygote = (pidfd, ctl_w, answer_r)
+        self.fork_poller = select.poll()
+        self.pump_by_fd = {}
+        for pump in self.pumps:
+            self.fork_poller.register(pump.read_fd, select.POLLIN)
+            self.pump_by_fd[pump.read_fd] = pump
+        self.fork_poller.register(pidfd, select.POLLIN)
+        self.fork_poller.register(answer_r, select.POLLIN)
+
+    def run_code_forked(self, request_id, source, tightening=None):
+        """The harness's side of a fork-mode CODE: the code (and the raw
+        TIGHTEN payload) to the zygote, the child's fd 1/2 output to the
+        wire while it runs, then RESULT from the zygote's answer."""
+        self.request_id = request_id
+        zygote_pidfd, ctl_w, answer_r = self.zygote
+        poller = self.fork_poller
+        pumps = self.pump_by_fd
+        # Bytes written after the last RESULT belong to no exec.
+        for fd, _ in poller.poll(0):
+            if fd in pumps:
+                pumps[fd].forward(send=False)
+        narrowing = b"" if tightening is None else tightening
         try:
-            pid = os.fork()
-        except OSError as e:
-            for fd in (result_r, result_w, status_r, status_w):
-                if fd is not None:
-                    os.close(fd)
-            if prepared is not None:
-                prepared.close()
-            self._send_stderr(f"castellan: cannot fork the exec's process: {e.strerror}\n")
-            self.send_result(request_id, 1, {"type": "OSError", "message": str(e),
+            _write_all(ctl_w, _CODE_HEADER.pack(len(source), len(narrowing)) + source + narrowing)
+        except OSError:
+            self._zygote_lost()
+        answer = bytearray()
+        need = _ANSWER_HEADER.size
+        while len(answer) < need:
+            for fd, _ in poller.poll():
+                if fd == answer_r:
+                    chunk = os.read(answer_r, 1 << 20)
+                    if not chunk:
+                        self._zygote_lost()
+                    answer += chunk
+                    if len(answer) >= _ANSWER_HEADER.size:
+                        _, _, report_size, _, text_size = _ANSWER_HEADER.unpack_from(answer)
+                        need = _ANSWER_HEADER.size + report_size + text_size
+                elif fd == zygote_pidfd:
+                    self._zygote_lost()
+                else:
+                    pumps[fd].forward()
+        # The child has been reaped: all it wrote to fd 1/2 is in the pipes
+        # (and what a process it forked wrote before that).
+        for fd, _ in poller.poll(0):
+            if fd in pumps:
+                pumps[fd].forward()
+        child, status, report_size, narrowed, _ = _ANSWER_HEADER.unpack_from(answer)
+        report = answer[_ANSWER_HEADER.size:_ANSWER_HEADER.size + report_size]
+        text = bytes(answer[_ANSWER_HEADER.size + report_size:]).decode("utf-8", "replace")
+        if narrowed == _TIGHTEN_REFUSED:
+            self._refuse(request_id, text)
+            return
+        if child < 0:
+            message = os.strerror(status)
+            self._send_stderr(f"castellan: cannot fork the exec's process: {message}\n")
+            self.send_result(request_id, 1, {"type": "OSError", "message": message,
                                              "traceback": ""})
             return
-        if pid == 0:
-            os.close(result_r)
-            if prepared is not None:
-                os.close(status_r)
-                tighten.in_child(prepared, status_w)  # exits unless all of it applied
-            self._child_run(source, result_w)  # never returns
-        os.close(result_w)
-        if prepared is not None:
-            # No later exec's process may inherit the ruleset.
-            prepared.close()
-            os.close(status_w)
-        report = self._collect_report(pid, result_r)
-        os.close(result_r)
-        _, status = os.waitpid(pid, 0)
         exit_code, exception, exit_message = 1, None, None
-        try:
-            body = json.loads(report.decode("utf-8")) if report else None
-        except ValueError:
-            body = None
-        if isinstance(body, dict):
-            # The child ran user code: its report is checked, not trusted.
-            exit_code = body.get("exit_code")
-            if not isinstance(exit_code, int) or not -2**31 <= exit_code < 2**31:
-                exit_code = 1
-            exception = body.get("exception")
-            if exception is not None and not (
-                    isinstance(exception, dict)
-                    and set(exception) == {"type", "message", "traceback"}
-                    and all(isinstance(v, str) for v in exception.values())):
-                exception = None
-            exit_message = body.get("exit_message")
-            if not isinstance(exit_message, str):
-                exit_message = None
+        unpacked = _unpack_report(report) if report else None
+        if unpacked is not None:
+            exit_code, exception, exit_message = unpacked
         elif os.WIFSIGNALED(status):
             sig = os.WTERMSIG(status)
             exit_code = 128 + sig
@@ -690,19 +847,21 @@ class Harness:
             # os._exit() in the code: its status is the exec's exit code.
             exit_code = os.WEXITSTATUS(status)
         extra = None
-        if status_r is not None:
+        if narrowed == _TIGHTENED:
             try:
-                extra = {"tightening": tighten.outcome(status_r)}
-            except tighten.TighteningError as e:
-                self._collect_output()
-                self._refuse(request_id, str(e))
+                extra = {"tightening": json.loads(text)}
+            except ValueError:
+                self._refuse(request_id, "the zygote's tightening report is unreadable")
                 return
-            finally:
-                os.close(status_r)
-        self._collect_output()
         if exit_message is not None:
             self._send_stderr(exit_message)
         self.send_result(request_id, exit_code, exception, extra)
+
+    def _zygote_lost(self):
+        # The code can signal its parent, the zygote: that ends this worker
+        # only, which the pool then replaces.
+        self.diag("fork mode: the zygote is gone")
+        os._exit(EXIT_ZYGOTE_LOST)
 
     def _refuse(self, request_id, reason):
         """RESULT for a request whose code did not run because its
@@ -711,65 +870,198 @@ class Harness:
                          {"refused": f"per-request tightening: {reason}"})
 
     def _take_tightening(self, request_id):
-        """The description a TIGHTEN frame announced for `request_id`
-        (None without one); the frame must come right before its CODE."""
+        """The TIGHTEN frame announced for `request_id` (None without one),
+        as (its payload, the parsed description or TighteningError); the
+        frame must come right before its CODE."""
         pending, self.pending_tighten = self.pending_tighten, None
         if pending is None:
             return None
         if pending[0] != request_id:
             self.wire.broken(f"TIGHTEN for request {pending[0]} followed by request {request_id}")
-        return pending[1]
+        return pending[1:]
 
-    def _collect_report(self, pid, result_r):
-        """The child's report, read until the child has exited. Not until
-        EOF: a process the code forked may hold the pipe open forever."""
-        report = bytearray()
-        os.set_blocking(result_r, False)
-        pidfd = os.pidfd_open(pid)
-        try:
-            poller = select.poll()
-            poller.register(result_r, select.POLLIN)
-            poller.register(pidfd, select.POLLIN)
-            open_pipe = True
-            while True:
-                exited = False
-                for fd, _ in poller.poll():
-                    if fd == pidfd:
-                        exited = True
-                    elif open_pipe and not self._read_some(result_r, report):
-                        open_pipe = False
-                        poller.unregister(result_r)
-                if exited:
-                    if open_pipe:
-                        self._read_some(result_r, report)
-                    return bytes(report)
-        finally:
-            os.close(pidfd)
+    # The zygote ----------------------------------------------------------------
 
     @staticmethod
-    def _read_some(fd, into):
-        """Appends what `fd` holds now; False at EOF."""
+    def _close_all_but(keep):
+        """Closes every fd not in `keep`: the zygote holds nothing of the
+        wire (the segment's fd, mmap's own duplicate of it, the doorbells),
+        nor the pipes' read ends, nor anything else the harness opened."""
+        for name in os.listdir("/proc/self/fd"):
+            fd = int(name)
+            if fd not in keep:
+                try:
+                    os.close(fd)
+                except OSError:
+                    pass  # the directory's own fd, already gone
+
+    def _drop_wire_mapping(self):
+        """The zygote's first step: unmaps the segment (the harness's
+        objects still refer to it, but nothing in the zygote or a child
+        touches them), so that no child can write frames."""
+        seg = self.wire.segment.map
+        base = ctypes.addressof(ctypes.c_char.from_buffer(seg))
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.munmap.argtypes = (ctypes.c_void_p, ctypes.c_size_t)
+        if libc.munmap(base, len(seg)) != 0:
+            # Do not fork children that could reach the wire.
+            os._exit(EXIT_BROKEN_WIRE)
+
+    def _prepare_children(self):
+        """The zygote, once: the process state every child starts from, so
+        that no child makes it (after a fork each page a process writes
+        first costs a fault, on some hypervisors a costly one, and replacing
+        sys.stdout in a child would even run the old stream's finalizer
+        there): fresh stdio writers on fd 1/2, an empty stdin, argv, the
+        __main__ the code runs in, C stdout unbuffered (a child ends with
+        os._exit(), which flushes no C buffer, and an fflush through ctypes
+        in every child would cost more than an unbuffered printf now and
+        then)."""
+        self.out = self._make_writer(wire.STDOUT, 1, "surrogateescape")
+        self.err = self._make_writer(wire.STDERR, 2, "backslashreplace")
+        sys.stdout = sys.__stdout__ = self.out
+        sys.stderr = sys.__stderr__ = self.err
+        sys.stdin = sys.__stdin__ = io.TextIOWrapper(io.BytesIO(b""), encoding="utf-8")
+        sys.argv = ["<exec>"]
+        self.fork_main = types.ModuleType("__main__")
+        self.fork_main.__dict__["__builtins__"] = builtins
+        sys.modules["__main__"] = self.fork_main
+        self.c_stdout_unbuffered = False
+        try:
+            stdout = ctypes.c_void_p.in_dll(self._libc, "stdout")
+            self._libc.setvbuf(stdout, None, 2, 0)  # _IONBF
+            self.c_stdout_unbuffered = True
+        except (ValueError, AttributeError, OSError):
+            pass
+
+    def _zygote_main(self, ctl_r, answer_w):
+        """The zygote: its start-up steps while no code waits (what a child
+        needs first, then the preload and the freeze), then per code
+        received a child forked to run it, reaped, answered."""
+        serving, preload = self._zygote_steps
+        # What a child needs before it may run: the imports serving needs,
+        # the site directories, the C library, the wrapped open(), the state
+        # it starts from. The wire goes first.
+        serving = [_import_serving_modules, self._drop_wire_mapping] + [
+            step for step in serving if step is not _import_serving_modules
+        ] + [self._prepare_children]
+        preload = preload + [_freeze_shared_objects]
+        poller = select.poll()
+        poller.register(ctl_r, select.POLLIN)
         while True:
+            while (serving or preload) and not poller.poll(0):
+                (serving or preload).pop(0)()
+            message = self._receive_code(ctl_r)
+            if message is None:
+                os._exit(0)
+            while serving:
+                serving.pop(0)()
+            self._run_child(ctl_r, answer_w, *message)
+
+    @staticmethod
+    def _receive_code(ctl_r):
+        """The next code and TIGHTEN payload from the harness (see
+        _CODE_HEADER), None at EOF."""
+        data = os.read(ctl_r, 65536)
+        while len(data) < _CODE_HEADER.size:
+            more = os.read(ctl_r, 65536)
+            if not more:
+                return None
+            data += more
+        code_size, narrowing_size = _CODE_HEADER.unpack_from(data)
+        need = _CODE_HEADER.size + code_size + narrowing_size
+        if len(data) < need:
+            rest = _read_exact(ctl_r, need - len(data))
+            if len(rest) != need - len(data):
+                return None
+            data += rest
+        start = _CODE_HEADER.size
+        return data[start:start + code_size], data[start + code_size:need]
+
+    def _run_child(self, ctl_r, answer_w, source, narrowing):
+        """One exec in the zygote: forks the child, waits for it only (a
+        process it forked may outlive it, and makes the pool replace the
+        worker), answers with its report. Kept to the bare calls: every page
+        the zygote writes while the child lives is copied on a fault."""
+        prepared = None
+        if narrowing:
+            # Built here, not in the child: every page the child touches is
+            # copied, the zygote's are its own.
+            t = _import_tighten()
             try:
-                chunk = os.read(fd, 65536)
-            except BlockingIOError:
-                return True
-            if not chunk:
-                return False
-            into += chunk
+                prepared = t.prepare(t.parse(narrowing))
+            except t.TighteningError as e:
+                self._answer(answer_w, 0, 0, b"", _TIGHTEN_REFUSED, str(e))
+                return
+        status_r = status_w = None
+        if prepared is not None:
+            status_r, status_w = os.pipe()
+        # Non-blocking at both ends: the child never blocks on its report
+        # (one that does not fit is cut), and the zygote reads it in one go
+        # once the child is gone.
+        report_r, report_w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
+        try:
+            pid = os.fork()
+        except OSError as e:
+            for fd in (report_r, report_w, status_r, status_w):
+                if fd is not None:
+                    os.close(fd)
+            if prepared is not None:
+                prepared.close()
+            self._answer(answer_w, -1, e.errno or 0, b"", _NOT_TIGHTENED, "")
+            return
+        if pid == 0:
+            # The exec's process: its stdio, argv, __main__ and the rest of
+            # the process state are as the zygote set them up (no user code
+            # ran in it).
+            try:
+                os.close(ctl_r)
+                os.close(answer_w)
+                os.close(report_r)
+                if prepared is not None:
+                    os.close(status_r)
+                    tighten.in_child(prepared, status_w)  # exits unless all of it applied
+                self._child_run(source, report_w)  # never returns
+            finally:
+                os._exit(1)
+        os.close(report_w)
+        if prepared is not None:
+            # No later exec's process may inherit the ruleset.
+            prepared.close()
+            os.close(status_w)
+        del source
+        status = os.waitpid(pid, 0)[1]
+        try:
+            report = os.read(report_r, _REPORT_MAX)
+        except BlockingIOError:
+            report = b""  # it ended before it reported
+        os.close(report_r)
+        narrowed, text = _NOT_TIGHTENED, ""
+        if status_r is not None:
+            try:
+                narrowed, text = _TIGHTENED, json.dumps(tighten.outcome(status_r))
+            except tighten.TighteningError as e:
+                narrowed, text = _TIGHTEN_REFUSED, str(e)
+            finally:
+                os.close(status_r)
+        self._answer(answer_w, pid, status, report, narrowed, text)
+
+    @staticmethod
+    def _answer(answer_w, pid, status, report, narrowed, text):
+        data = text.encode("utf-8", "backslashreplace")
+        _write_all(answer_w, _ANSWER_HEADER.pack(pid, status, len(report), narrowed, len(data)) +
+                   report + data)
 
     def _child_run(self, source, result_w):
         """The forked child: runs the code and reports (exit code, exception)
-        as JSON on `result_w`. Its stdout/stderr writers already go to fd
-        1/2 (in_forked_child), which the zygote's pumps drain."""
+        on `result_w` (see _REPORT). Its stdout/stderr writers already go to
+        fd 1/2 (in_forked_child), which the harness drains."""
         me = os.getpid()
         exit_code, exception, exit_message = 0, None, None
         try:
-            main = types.ModuleType("__main__")
-            main.__dict__["__builtins__"] = builtins
+            main = self.fork_main
             text = source.decode("utf-8", "replace")
             linecache.cache["<exec>"] = (len(text), None, text.splitlines(True), "<exec>")
-            sys.modules["__main__"] = main
             try:
                 code = compile(source, "<exec>", "exec", dont_inherit=True)
                 self.state = USER
@@ -782,31 +1074,36 @@ class Harness:
         except BaseException as e:  # noqa: B902 — everything user code raises is reported
             exit_code, exception = 1, _describe_exception(e)
         try:
-            for writer in (self.out, self.err, sys.stdout, sys.stderr):
+            writers = [self.out, self.err]
+            for writer in (sys.stdout, sys.stderr):
+                if writer is not self.out and writer is not self.err:
+                    writers.append(writer)  # the code's own: flushed too
+            for writer in writers:
                 try:
                     if writer is not None and not writer.closed:
                         writer.flush()
                 except Exception:
                     pass
-            try:
-                self._libc.fflush(None)
-            except Exception:
-                pass
+            if not self.c_stdout_unbuffered:
+                try:
+                    self._libc.fflush(None)
+                except Exception:
+                    pass
             if os.getpid() != me:
                 # A process the code forked, returning from it: only the
                 # exec's own process reports.
                 if exit_message is not None:
                     os.write(2, exit_message.encode("utf-8", "backslashreplace"))
                 os._exit(exit_code & 0xFF)
-            body = {"exit_code": exit_code, "exception": exception, "exit_message": exit_message}
-            payload = json.dumps(body, ensure_ascii=False).encode("utf-8", "backslashreplace")
-            view = memoryview(payload)
-            while view:
-                view = view[os.write(result_w, view):]
+            # Non-blocking (see _run_child): written in one go, or cut short
+            # if the code filled the pipe itself.
+            os.write(result_w, _pack_report(exit_code, exception, exit_message, _REPORT_MAX))
         finally:
             os._exit(0)
 
     def serve(self):
+        if self.mode == "fork":
+            self._start_zygote()
         self._send_ready()
         if self.mode == "oneshot":
             self._preload_steps.clear()
@@ -836,10 +1133,12 @@ class Harness:
                     parsed = tighten.parse(payload)
                 except tighten.TighteningError as e:
                     parsed = e
-                self.pending_tighten = (request_id, parsed)
+                self.pending_tighten = (request_id, payload, parsed)
                 continue
             tightening = self._take_tightening(request_id) \
                 if mtype in (wire.CODE, wire.COMMAND) else None
+            if tightening is not None:
+                narrowing, tightening = tightening
             if tightening is not None and (mtype != wire.CODE or self.mode != "fork"):
                 # Only a process forked for the exec can be narrowed: the warm
                 # interpreter of reuse mode would keep the restrictions.
@@ -849,7 +1148,10 @@ class Harness:
             elif tightening is not None and isinstance(tightening, tighten.TighteningError):
                 self._refuse(request_id, str(tightening))
             elif mtype == wire.CODE and self.mode == "fork":
-                self.run_code_forked(request_id, payload, tightening)
+                # The zygote prepares and applies the tightening; it gets the
+                # frame's payload, which the harness has just checked.
+                self.run_code_forked(request_id, payload,
+                                     narrowing if tightening is not None else None)
             elif mtype == wire.CODE:
                 self.run_code(request_id, payload)
             elif mtype == wire.COMMAND:

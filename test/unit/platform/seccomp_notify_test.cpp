@@ -13,9 +13,14 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <pthread.h>
+#include <sys/stat.h>
+
+#include <atomic>
 #include <cerrno>
 #include <cstring>
 #include <string>
+#include <thread>
 
 #include "platform/linux/fd_passing.hpp"
 #include "platform/linux/process_memory.hpp"
@@ -138,6 +143,101 @@ BOOST_AUTO_TEST_CASE(an_unknown_syscall_name_is_refused) {
   BOOST_REQUIRE(!r);
   BOOST_TEST(r.error().describe().find("opneat") != std::string::npos);
   BOOST_TEST(!install_notify_filter(notify_spec{}));
+}
+
+extern "C" void ignore_signal(int) {}
+
+BOOST_AUTO_TEST_CASE(an_injected_fd_survives_interruptions_of_the_answering_thread) {
+  // The thread that answers may be interrupted while the kernel waits for
+  // the caller to take the fd: a signal, or io_uring task work (the pool's
+  // event source answers on its ring's thread). Every open must still get
+  // the very fd it was answered with, never a number the kernel made up.
+  if (!notify_supported()) {
+    BOOST_TEST_MESSAGE("skipped: this kernel has no seccomp user notification");
+    return;
+  }
+  constexpr int opens = 3000;
+  int pair[2];
+  BOOST_REQUIRE(::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, pair) == 0);
+  const pid_t pid = ::fork();
+  BOOST_REQUIRE(pid >= 0);
+  if (pid == 0) {
+    ::close(pair[0]);
+    if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0)
+      ::_exit(100);
+    notify_spec spec;
+    spec.syscalls = {"openat"};
+    spec.open_writes_only = true;
+    auto listener = install_notify_filter(spec);
+    if (!listener || !send_fd(pair[1], listener->get()))
+      ::_exit(101);
+    listener->reset();
+    for (int i = 0; i < opens; ++i) {
+      const int fd = ::open("/notify-test/pipe", O_WRONLY | O_CLOEXEC);
+      if (fd < 0)
+        ::_exit(102);
+      struct stat st;
+      // The answer is a pipe; fd 0 (what a lost answer returns) is not.
+      if (::fstat(fd, &st) != 0 || !S_ISFIFO(st.st_mode) || fd == 0)
+        ::_exit(103);
+      ::close(fd);
+    }
+    ::_exit(0);
+  }
+  ::close(pair[1]);
+  unique_fd sock(pair[0]);
+  auto got = receive_fd(sock.get());
+  BOOST_REQUIRE(got);
+  BOOST_REQUIRE(got->fd);
+  notify_listener listener(std::move(got->fd));
+  int pipe_fds[2];
+  BOOST_REQUIRE(::pipe2(pipe_fds, O_CLOEXEC) == 0);
+  unique_fd rd(pipe_fds[0]);
+  unique_fd wr(pipe_fds[1]);
+
+  struct sigaction sa {};
+  struct sigaction old {};
+  sa.sa_handler = ignore_signal;
+  sa.sa_flags = SA_RESTART;
+  ::sigemptyset(&sa.sa_mask);
+  BOOST_REQUIRE(::sigaction(SIGUSR1, &sa, &old) == 0);
+  std::atomic<bool> done{false};
+  const pthread_t answering = ::pthread_self();
+  std::thread interrupter([&] {
+    while (!done.load(std::memory_order_relaxed)) {
+      ::pthread_kill(answering, SIGUSR1);
+      std::this_thread::yield();
+    }
+  });
+  int answered = 0;
+  int failed = 0;
+  std::string first_failure;
+  while (answered + failed < opens) {
+    auto n = listener.receive();
+    if (!n) {
+      if (n.error().code == EINTR)
+        continue; // the receive itself was interrupted: nothing lost
+      if (first_failure.empty())
+        first_failure = n.error().describe(); // ENOENT: the caller is gone
+      break;
+    }
+    if (auto r = listener.respond_with_fd(n->id, wr.get(), true); r) {
+      ++answered;
+    } else {
+      ++failed;
+      if (first_failure.empty())
+        first_failure = r.error().describe();
+    }
+  }
+  done = true;
+  interrupter.join();
+  ::sigaction(SIGUSR1, &old, nullptr);
+  int st = 0;
+  ::waitpid(pid, &st, 0);
+  BOOST_TEST(failed == 0, failed << " answers failed, the first: " << first_failure);
+  BOOST_TEST(answered == opens, first_failure);
+  BOOST_TEST(WIFEXITED(st));
+  BOOST_TEST(WEXITSTATUS(st) == 0, "the caller got a wrong fd (exit " << WEXITSTATUS(st) << ")");
 }
 
 BOOST_AUTO_TEST_CASE(receive_fd_reports_a_message_without_a_descriptor) {

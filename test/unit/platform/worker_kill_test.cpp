@@ -1,7 +1,8 @@
 // kill_worker_tree against the real kernel: a process tree that ignores
 // SIGTERM, leaves its process group (setsid) and blocks in read() dies
 // through each mechanism on its own — the cgroup (freezer + kill on v1,
-// cgroup.kill on v2) and the pid namespace's init.
+// cgroup.kill on v2) and the pid namespace's init — and through both as the
+// pool uses them (the init first, then the cgroup without freezing).
 
 #include <boost/test/unit_test.hpp>
 
@@ -192,6 +193,64 @@ BOOST_AUTO_TEST_CASE(the_pid_namespace_init_alone_takes_its_namespace_down) {
   for (pid_t p : tree)
     BOOST_TEST(!alive(p), "pid " << p << " outlived its namespace's init");
   ::close(input[1]);
+}
+
+BOOST_AUTO_TEST_CASE(a_namespace_init_goes_first_and_the_cgroup_pass_needs_no_freezer) {
+  // A sandboxed worker as the pool has it: its own pid namespace and a
+  // cgroup. The init is signalled first; the cgroup pass then only sends
+  // SIGKILL (no freeze and thaw: nothing can fork behind a dying init).
+  auto layout = cgroup_layout::detect();
+  if (!have_cgroups(layout))
+    return;
+  auto cg = worker_cgroup::create(*layout, worker_cgroup::unique_name("castellan-kill"),
+                                  cgroup_limits{0, 64, 0});
+  BOOST_REQUIRE_MESSAGE(cg, (cg ? "" : cg.error().describe()));
+  worker_spec spec;
+  spec.executable = "/bin/sh";
+  spec.argv = {"sh", "-c", stubborn_tree};
+  spec.isolation = isolation_mode::namespaces;
+  spec.namespaces = {true, true, true, true, true, true, true};
+  spec.cgroup = cg->placement();
+  int input[2];
+  BOOST_REQUIRE_EQUAL(::pipe2(input, O_CLOEXEC), 0);
+  spec.fds = {{input[0], 0}};
+  auto child = spawn_worker(spec);
+  if (!child) {
+    BOOST_TEST_MESSAGE("SKIP: cannot start a sandboxed child: " << child.error().describe());
+    ::close(input[0]);
+    ::close(input[1]);
+    BOOST_REQUIRE(cg->remove());
+    return;
+  }
+  ::close(input[0]);
+  std::set<pid_t> tree;
+  BOOST_REQUIRE(eventually([&] {
+    tree = descendants(child->pid);
+    auto p = cg->pids();
+    return tree.size() >= 3 && p && p->size() >= 4;
+  }));
+  worker_kill_target target;
+  target.init_pidfd = child->pidfd.get();
+  target.init_owns_pid_namespace = true;
+  target.cgroup = &*cg;
+  const auto report = kill_worker_tree(target);
+  BOOST_TEST_MESSAGE("killed by " << report.describe());
+  BOOST_TEST(report.init_signalled);
+  BOOST_TEST(report.cgroup_error.empty(), report.cgroup_error);
+  const std::string method = report.cgroup_method;
+  BOOST_TEST((method == "kill-loop" || method == "cgroup.kill"), method);
+  auto st = pidfd_reap(child->pidfd.get());
+  BOOST_REQUIRE(st);
+  BOOST_TEST(st->signaled);
+  BOOST_TEST(st->signal == SIGKILL);
+  for (pid_t p : tree)
+    BOOST_TEST(eventually([&] { return !alive(p); }), "pid " << p << " survived");
+  BOOST_TEST(eventually([&] {
+    auto p = cg->pids();
+    return p && p->empty();
+  }));
+  ::close(input[1]);
+  BOOST_REQUIRE(cg->remove());
 }
 
 BOOST_AUTO_TEST_CASE(signal_all_on_an_empty_cgroup_is_harmless) {
