@@ -14,7 +14,6 @@
 #include <spdlog/spdlog.h>
 
 #include "actors/pool/pool_actor.hpp"
-#include "platform/linux/fd_passing.hpp"
 
 namespace castellan {
 
@@ -166,23 +165,18 @@ void worker_event_source::on_control(uint64_t id, watched& w) {
   auto& m = w.mediated;
   if (m.listener)
     return;
-  auto got = platform::receive_fd(m.control_fd, MSG_DONTWAIT);
-  if (!got) {
-    if (got.error().code == EAGAIN || got.error().code == EINTR) {
-      arm_control(id, m.control_fd);
-      return;
-    }
-  }
-  if (!got || !got->fd) {
-    // The worker sent something else, or closed the socket: it gets no
-    // listener served, so its decided calls fail (ENOSYS) once it is gone.
-    spdlog::warn("pool event source: worker {}: {}", id,
-                 !got ? got.error().describe()
-                      : got->closed ? std::string("closed its control socket")
-                                    : std::string("sent no descriptor on its control socket"));
+  auto got = platform::take_listener(m.control_fd);
+  if (!got && (got.error().code == EAGAIN || got.error().code == EINTR)) {
+    arm_control(id, m.control_fd);
     return;
   }
-  m.listener = std::make_unique<platform::notify_listener>(std::move(got->fd));
+  if (!got) {
+    // The worker sent something else, or closed the socket: it gets no
+    // listener served, so its decided calls fail (ENOSYS) once it is gone.
+    spdlog::warn("pool event source: worker {}: {}", id, got.error().describe());
+    return;
+  }
+  m.listener = std::make_unique<platform::notify_listener>(std::move(*got));
   (void)m.listener->set_sync_wakeup();
   arm_notify(id, m.listener->fd());
 }
