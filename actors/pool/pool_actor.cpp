@@ -657,9 +657,12 @@ pool_status make_status(pool_ptr self) {
 pool_actor::behavior_type pool_impl(pool_ptr self, pool_config cfg) {
   auto& st = self->state;
   st.cfg = std::move(cfg);
+  const bool mediated = !st.cfg.sandbox.notify.empty();
+  const uint16_t relay_port = st.cfg.egress_policy && st.cfg.proxy ? st.cfg.egress_port : 0;
   auto events = worker_event_source::start(
-    caf::actor_cast<caf::strong_actor_ptr>(self),
-    st.cfg.sandbox.notify.empty() ? nullptr : st.cfg.mediation_policy);
+    caf::actor_cast<caf::strong_actor_ptr>(self), mediated ? st.cfg.mediation_policy : nullptr,
+    mediated ? make_mediation_context(st.cfg.sandbox, st.cfg.harness, relay_port)
+             : mediation_context{});
   if (events) {
     st.events = std::move(*events);
     refill(self);
