@@ -84,10 +84,12 @@ std::optional<sandbox_setup> sandbox_setup::enter(int spec_fd, sandbox_failure& 
   if (out.spec_.drop_capabilities) {
     // PID 1 keeps running next to hostile code: it needs no capability to
     // reap and forward signals, and nobody may ptrace or read it.
-    if (auto r = drop_capabilities(); !r) {
-      failed = {exit_sandbox_capabilities, r.error()};
+    auto caps = drop_capabilities();
+    if (!caps) {
+      failed = {exit_sandbox_capabilities, caps.error()};
       return std::nullopt;
     }
+    out.capabilities_ = *caps;
     if (::prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0) {
       failed = {exit_sandbox_capabilities, errno_failure("prctl(PR_SET_DUMPABLE, 0)")};
       return std::nullopt;
@@ -102,10 +104,10 @@ int sandbox_setup::apply_in_child(int control_fd) noexcept {
   enforcement_report report;
   report.root = root_;
   if (spec_.drop_capabilities) {
-    auto caps = drop_capabilities();
-    if (!caps)
-      return say(exit_sandbox_capabilities, "capabilities", caps.error());
-    report.capabilities = *caps;
+    // Forked from PID 1 after its drop: this process has PID 1's
+    // credentials, which enter() verified empty and locked (no exec, no
+    // set*id can bring a capability back), so its report is this one's.
+    report.capabilities = capabilities_;
   }
   report.landlock_requested = spec_.landlock.enabled;
   if (spec_.landlock.enabled) {

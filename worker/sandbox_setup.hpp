@@ -13,6 +13,7 @@
 #include <string>
 
 #include "ipc/result.hpp"
+#include "platform/linux/capabilities.hpp"
 #include "platform/linux/root_builder.hpp"
 #include "platform/linux/sandbox_spec.hpp"
 #include "worker/egress_relay.hpp"
@@ -45,8 +46,8 @@ public:
   /// PR_SET_DUMPABLE 0. Closes `spec_fd`.
   static std::optional<sandbox_setup> enter(int spec_fd, sandbox_failure& failed);
 
-  /// The interpreter child, after fork and before exec: drop_capabilities →
-  /// apply_landlock → apply_seccomp → the notify filter, whose listener is
+  /// The interpreter child, after fork and before exec (it inherits PID 1's
+  /// dropped capabilities): apply_landlock → apply_seccomp → the notify filter, whose listener is
   /// sent over `control_fd` and closed here (the supervisor must be serving
   /// it before the exec, which may itself be a decided call); then
   /// CASTELLAN_ENFORCEMENT is set to the report. Returns 0, or an exit code
@@ -60,6 +61,7 @@ private:
   platform::sandbox_spec spec_;
   std::optional<egress_relay> relay_;
   platform::root_report root_;
+  platform::capabilities_report capabilities_; ///< PID 1's, verified after its drop
 };
 
 } // namespace castellan::worker

@@ -104,6 +104,7 @@ struct pool_state {
   bool refill_scheduled = false;
   bool shutting_down = false;
   std::string last_spawn_error;
+  worker_template tpl; ///< what every worker starts from (prepared once)
   // Declared last, destroyed first: the thread is joined before the worker
   // fds it polls are closed.
   std::unique_ptr<worker_event_source> events;
@@ -202,7 +203,7 @@ void schedule_refill(pool_ptr self);
 void spawn_one(pool_ptr self) {
   auto& st = self->state;
   const uint64_t id = st.next_worker_id++;
-  auto ch = worker_channel::start(id, st.cfg);
+  auto ch = worker_channel::start(id, st.cfg, st.tpl);
   if (!ch) {
     st.last_spawn_error = ch.error().describe();
     ++st.spawn_failures;
@@ -657,20 +658,27 @@ pool_status make_status(pool_ptr self) {
 pool_actor::behavior_type pool_impl(pool_ptr self, pool_config cfg) {
   auto& st = self->state;
   st.cfg = std::move(cfg);
+  auto tpl = prepare_worker_template(st.cfg);
   const bool mediated = !st.cfg.sandbox.notify.empty();
   const uint16_t relay_port = st.cfg.egress_policy && st.cfg.proxy ? st.cfg.egress_port : 0;
-  auto events = worker_event_source::start(
-    caf::actor_cast<caf::strong_actor_ptr>(self), mediated ? st.cfg.mediation_policy : nullptr,
-    mediated ? make_mediation_context(st.cfg.sandbox, st.cfg.harness, relay_port)
-             : mediation_context{});
+  auto events =
+    tpl ? worker_event_source::start(
+            caf::actor_cast<caf::strong_actor_ptr>(self),
+            mediated ? st.cfg.mediation_policy : nullptr,
+            mediated ? make_mediation_context(tpl->sandbox ? &tpl->sandbox->landlock : nullptr,
+                                              relay_port)
+                     : mediation_context{})
+        : outcome<std::unique_ptr<worker_event_source>>(tpl.error());
   if (events) {
+    st.tpl = std::move(*tpl);
     st.events = std::move(*events);
     refill(self);
     if (st.cfg.telemetry)
       self->send(self, gauge_tick_atom::value);
   } else {
-    // Without its event source the pool can never hear from a worker: quit
-    // before the first message, and let the supervisor report the failure.
+    // Without its worker template no worker can start, and without its
+    // event source the pool can never hear from one: quit before the first
+    // message, and let the supervisor report the failure.
     spdlog::critical("pool {}: {}", st.cfg.name, events.error().describe());
     self->quit(make_error(castellan_errc::spawn_failed, events.error()));
   }

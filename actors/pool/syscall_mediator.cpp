@@ -105,15 +105,14 @@ std::vector<char> reachable(const std::vector<std::string>& pattern,
 
 } // namespace
 
-mediation_context make_mediation_context(const sandbox_profile& profile, const std::string& harness,
+mediation_context make_mediation_context(const platform::landlock_spec* landlock,
                                          uint16_t relay_port) {
   mediation_context ctx;
   ctx.relay_port = relay_port;
-  ctx.landlock = profile.landlock;
-  if (auto spec = make_sandbox_spec(profile, harness); spec && spec->landlock.enabled)
-    ctx.landlock_paths = spec->landlock.paths;
-  // Without the spec the worker cannot start either; no rules = nothing
-  // granted (fail closed).
+  if (landlock != nullptr && landlock->enabled) {
+    ctx.landlock = true;
+    ctx.landlock_paths = landlock->paths;
+  }
   return ctx;
 }
 

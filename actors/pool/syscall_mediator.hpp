@@ -51,7 +51,6 @@
 
 namespace castellan {
 
-struct sandbox_profile;
 struct mediated_address; ///< a socket address copied out of a caller (mediated_network.cpp)
 struct mediated_message; ///< a message copied out of a caller (mediated_network.cpp)
 
@@ -82,10 +81,9 @@ struct mediation_context {
   std::vector<platform::landlock_path_rule> landlock_paths;
 };
 
-/// The context for a pool's workers: the Landlock rules make_sandbox_spec
-/// gives them (fail closed: none if the spec cannot be built) and the relay
-/// port (0 without egress).
-mediation_context make_mediation_context(const sandbox_profile& profile, const std::string& harness,
+/// The context for a pool's workers: the Landlock part of their sandbox
+/// spec (null: they have no sandbox) and the relay port (0 without egress).
+mediation_context make_mediation_context(const platform::landlock_spec* landlock,
                                          uint16_t relay_port);
 
 /// What one notification came to.

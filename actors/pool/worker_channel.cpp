@@ -97,8 +97,26 @@ worker_channel::worker_channel(uint64_t id, ipc::segment seg, ipc::doorbell to_w
     writer_(segment_, ipc::direction::to_worker),
     reader_(segment_, ipc::direction::to_supervisor) {}
 
+outcome<worker_template> prepare_worker_template(const pool_config& cfg) {
+  worker_template tpl;
+  if (cfg.isolation != platform::isolation_mode::namespaces)
+    return tpl;
+  auto sb = make_sandbox_spec(cfg.sandbox, cfg.harness);
+  if (!sb)
+    return sb.error().wrap("pool " + cfg.name);
+  if (sb->seccomp.enabled) {
+    auto compiled = platform::compile_seccomp(sb->seccomp);
+    if (!compiled)
+      return compiled.error().wrap("pool " + cfg.name);
+    sb->seccomp.compiled = std::make_shared<const platform::compiled_seccomp>(std::move(*compiled));
+  }
+  tpl.sandbox = std::move(*sb);
+  return tpl;
+}
+
 outcome<std::unique_ptr<worker_channel>> worker_channel::start(uint64_t id,
-                                                               const pool_config& cfg) {
+                                                               const pool_config& cfg,
+                                                               const worker_template& tpl) {
   const std::string what = "worker " + std::to_string(id);
   auto seg = ipc::segment::create(cfg.ring_capacity);
   if (!seg)
@@ -140,9 +158,9 @@ outcome<std::unique_ptr<worker_channel>> worker_channel::start(uint64_t id,
   const platform::cgroup_limits limits{cfg.limits.memory_bytes, cfg.limits.pids,
                                        cfg.limits.cpu_percent};
   if (sandboxed) {
-    auto sb = make_sandbox_spec(cfg.sandbox, cfg.harness);
-    if (!sb)
-      return sb.error().wrap(what);
+    if (!tpl.sandbox)
+      return logic_failure(what + ": the pool's worker template has no sandbox spec");
+    std::optional<platform::sandbox_spec> sb = *tpl.sandbox; // this worker's copy
     if (cfg.egress_policy && cfg.proxy && cfg.egress_port != 0) {
       // The egress relay: PID 1 listens on 127.0.0.1:egress_port inside the
       // network namespace and passes each connection over this pair to the

@@ -21,16 +21,29 @@
 #include "ipc/segment.hpp"
 #include "ipc/unique_fd.hpp"
 #include "platform/linux/cgroups.hpp"
+#include "platform/linux/sandbox_spec.hpp"
 #include "platform/linux/worker_kill.hpp"
 
 namespace castellan {
 
 struct pool_config;
 
+/// What every worker of a pool starts from, prepared once when the pool
+/// starts rather than for each worker: the sandbox spec, with its seccomp
+/// filter compiled (sandboxed pools only).
+struct worker_template {
+  std::optional<platform::sandbox_spec> sandbox;
+};
+
+/// Prepares the template of `cfg`'s workers; fails where every worker would
+/// (a profile that makes no valid spec, a system call libseccomp does not know).
+outcome<worker_template> prepare_worker_template(const pool_config& cfg);
+
 class worker_channel {
 public:
   /// Creates the segment and doorbells and starts castellan-worker with them.
-  static outcome<std::unique_ptr<worker_channel>> start(uint64_t id, const pool_config& cfg);
+  static outcome<std::unique_ptr<worker_channel>> start(uint64_t id, const pool_config& cfg,
+                                                        const worker_template& tpl);
 
   worker_channel(const worker_channel&) = delete;
   worker_channel& operator=(const worker_channel&) = delete;

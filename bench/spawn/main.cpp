@@ -3,8 +3,9 @@
 /// code), side by side with baselines measured in the same run:
 ///  - castellan, full isolation: namespaces, root, Landlock, seccomp, cgroup;
 ///  - castellan, isolation none: the same worker as a plain process;
-///  - `python3 -c pass`: the interpreter alone;
-///  - `bwrap` running `python3 -c pass` with comparable isolation, when
+///  - `python3 -c pass`: the interpreter alone, and with the harness's
+///    flags (-I -S: no site, no user environment);
+///  - `bwrap` running `python3 -I -S -c pass` with comparable isolation, when
 ///    /usr/bin/bwrap exists (the bench installs nothing).
 ///
 /// Usage: bench_spawn [iterations]   (default 50)
@@ -36,9 +37,13 @@ double micros_since(clock_type::time_point t0) {
   return std::chrono::duration<double, std::micro>(clock_type::now() - t0).count();
 }
 
-/// Starts a worker and waits for its READY; false on any failure.
-bool worker_to_ready(const pool_config& cfg, uint64_t id, std::string& error) {
-  auto ch = worker_channel::start(id, cfg);
+/// Starts a worker and waits for its READY; false on any failure. The clock
+/// stops at READY: tearing the worker down (the channel's destructor kills it
+/// and removes its cgroup) is not part of its creation.
+bool worker_to_ready(const pool_config& cfg, const worker_template& tpl, uint64_t id,
+                     bench::samples& s, std::string& error) {
+  const auto t0 = clock_type::now();
+  auto ch = worker_channel::start(id, cfg, tpl);
   if (!ch) {
     error = ch.error().describe();
     return false;
@@ -53,8 +58,10 @@ bool worker_to_ready(const pool_config& cfg, uint64_t id, std::string& error) {
     (void)!::read((*ch)->doorbell_fd(), &v, sizeof v);
     for (auto rd = (*ch)->receive(); rd.status != ipc::ring_status::empty;
          rd = (*ch)->receive()) {
-      if (rd.status == ipc::ring_status::ok && rd.value.type == ipc::message_type::ready)
+      if (rd.status == ipc::ring_status::ok && rd.value.type == ipc::message_type::ready) {
+        s.add(micros_since(t0));
         return true;
+      }
     }
     if (fds[1].revents != 0) {
       error = "worker exited before READY: " + (*ch)->reap();
@@ -108,9 +115,18 @@ int main(int argc, char** argv) {
   pool_config plain = *resolved;
   plain.isolation = platform::isolation_mode::none;
 
+  // Prepared once per pool, as the pool does.
+  auto sandboxed_tpl = prepare_worker_template(sandboxed);
+  auto plain_tpl = prepare_worker_template(plain);
+  if (!sandboxed_tpl || !plain_tpl) {
+    std::fprintf(stderr, "bench_spawn: %s\n",
+                 (sandboxed_tpl ? plain_tpl.error() : sandboxed_tpl.error()).describe().c_str());
+    return 1;
+  }
   row full{"castellan worker, full isolation -> READY"};
   row none{"castellan worker, isolation none -> READY"};
   row py{"python3 -c pass"};
+  row py_isolated{"python3 -I -S -c pass (the harness's flags)"};
   row bw{"bwrap (ns + ro binds + proc/dev/tmp) python3"};
   const bool have_bwrap = ::access("/usr/bin/bwrap", X_OK) == 0;
   const std::vector<std::string> bwrap_argv = {
@@ -124,21 +140,20 @@ int main(int argc, char** argv) {
   std::string error;
   uint64_t id = 1;
   for (int i = 0; i < iterations; ++i) {
-    auto t0 = clock_type::now();
-    if (full.ok && !worker_to_ready(sandboxed, id++, error)) {
+    if (full.ok && !worker_to_ready(sandboxed, *sandboxed_tpl, id++, full.s, error)) {
       std::fprintf(stderr, "bench_spawn: sandboxed worker: %s\n", error.c_str());
       full.ok = false;
     }
-    full.s.add(micros_since(t0));
-    t0 = clock_type::now();
-    if (none.ok && !worker_to_ready(plain, id++, error)) {
+    if (none.ok && !worker_to_ready(plain, *plain_tpl, id++, none.s, error)) {
       std::fprintf(stderr, "bench_spawn: plain worker: %s\n", error.c_str());
       none.ok = false;
     }
-    none.s.add(micros_since(t0));
-    t0 = clock_type::now();
+    auto t0 = clock_type::now();
     py.ok = run_program({sandboxed.python, "-c", "pass"}) && py.ok;
     py.s.add(micros_since(t0));
+    t0 = clock_type::now();
+    py_isolated.ok = run_program({sandboxed.python, "-I", "-S", "-c", "pass"}) && py_isolated.ok;
+    py_isolated.s.add(micros_since(t0));
     if (have_bwrap) {
       t0 = clock_type::now();
       bw.ok = run_program(bwrap_argv) && bw.ok;
@@ -151,6 +166,7 @@ int main(int argc, char** argv) {
   print(full, base);
   print(none, base);
   print(py, base);
+  print(py_isolated, base);
   if (have_bwrap)
     print(bw, base);
   else
@@ -158,5 +174,5 @@ int main(int argc, char** argv) {
   if (full.ok && none.ok)
     std::printf("sandbox overhead over the plain worker: %.2f ms (p50)\n",
                 full.s.percentile(0.5) / 1000.0 - none.s.percentile(0.5) / 1000.0);
-  return full.ok && none.ok && py.ok ? 0 : 1;
+  return full.ok && none.ok && py.ok && py_isolated.ok ? 0 : 1;
 }

@@ -18,12 +18,17 @@ constexpr unsigned locked_securebits =
 
 constexpr uint64_t bit(int cap) noexcept { return uint64_t{1} << cap; }
 
-/// The highest capability number the kernel accepts (probed, no /proc).
+/// The highest capability number the kernel accepts (probed without /proc,
+/// once per process: it is a property of the running kernel).
 int probe_last_cap() noexcept {
-  int cap = 0;
-  while (cap < 63 && ::prctl(PR_CAPBSET_READ, static_cast<unsigned long>(cap + 1), 0, 0, 0) >= 0)
-    ++cap;
-  return cap;
+  static const int last = [] {
+    int cap = 0;
+    while (cap < 63 &&
+           ::prctl(PR_CAPBSET_READ, static_cast<unsigned long>(cap + 1), 0, 0, 0) >= 0)
+      ++cap;
+    return cap;
+  }();
+  return last;
 }
 
 int capget_sets(uint64_t& eff, uint64_t& prm, uint64_t& inh) noexcept {

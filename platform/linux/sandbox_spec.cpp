@@ -80,8 +80,31 @@ json landlock_json(const landlock_spec& l) {
           {"scoped", landlock_scope_names(l.scoped)}};
 }
 
+/// A BPF program as [[code, jt, jf, k], ...].
+json program_json(const std::vector<sock_filter>& prog) {
+  json out = json::array();
+  for (const auto& i : prog)
+    out.push_back({i.code, i.jt, i.jf, i.k});
+  return out;
+}
+
 json seccomp_json(const seccomp_spec& s) {
-  return {{"enabled", s.enabled}, {"deny", s.deny}, {"kill", s.kill}, {"deny_errno", s.deny_errno}};
+  json j = {{"enabled", s.enabled},
+            {"deny", s.deny},
+            {"kill", s.kill},
+            {"deny_errno", s.deny_errno}};
+  if (const auto& c = s.compiled) {
+    const seccomp_report& r = c->report;
+    j["compiled"] = {{"rules", program_json(c->rules)},
+                     {"guard", program_json(c->guard)},
+                     {"report", {{"mode", r.mode},
+                                 {"denied", r.denied},
+                                 {"killed", r.killed},
+                                 {"not_on_this_arch", r.not_on_this_arch},
+                                 {"highest_allowed_nr", r.highest_allowed_nr},
+                                 {"arguments", r.arguments}}}};
+  }
+  return j;
 }
 
 json notify_json(const notify_spec& n) {
@@ -182,6 +205,11 @@ public:
 
   /// A nested object, or nullptr when absent (or on error).
   const json* object(const char* key) { return field(key, json::value_t::object, "an object"); }
+
+  /// A nested array to read element by element, or nullptr when absent (or on error).
+  const json* array_value(const char* key) {
+    return field(key, json::value_t::array, "an array");
+  }
 
   void finish() {
     if (!err_.empty() || !j_.is_object())
@@ -323,12 +351,65 @@ void read_landlock(const json& j, const std::string& path, landlock_spec& l, std
   o.finish();
 }
 
+/// A BPF program written by program_json: 1..BPF_MAXINSNS instructions of
+/// four numbers in range (the kernel verifies the program itself).
+void read_program(const json& j, const std::string& path, std::vector<sock_filter>& prog,
+                  std::string& err) {
+  if (!j.is_array() || j.empty() || j.size() > BPF_MAXINSNS) {
+    err = path + ": expected an array of 1.." + std::to_string(BPF_MAXINSNS) + " instructions";
+    return;
+  }
+  prog.clear();
+  for (std::size_t i = 0; i < j.size(); ++i) {
+    const json& insn = j[i];
+    const uint64_t limits[] = {0xffff, 0xff, 0xff, 0xffffffff};
+    bool ok = insn.is_array() && insn.size() == 4;
+    for (std::size_t f = 0; ok && f < 4; ++f)
+      ok = insn[f].is_number_unsigned() && insn[f].get<uint64_t>() <= limits[f];
+    if (!ok) {
+      err = path + "/" + std::to_string(i) + ": expected [code, jt, jf, k] in range";
+      return;
+    }
+    prog.push_back({static_cast<uint16_t>(insn[0].get<uint64_t>()),
+                    static_cast<uint8_t>(insn[1].get<uint64_t>()),
+                    static_cast<uint8_t>(insn[2].get<uint64_t>()),
+                    static_cast<uint32_t>(insn[3].get<uint64_t>())});
+  }
+}
+
+void read_compiled_seccomp(const json& j, const std::string& path, compiled_seccomp& c,
+                           std::string& err) {
+  object_reader o(j, path, err);
+  if (const json* v = o.array_value("rules"); v && err.empty())
+    read_program(*v, path + "/rules", c.rules, err);
+  if (const json* v = o.array_value("guard"); v && err.empty())
+    read_program(*v, path + "/guard", c.guard, err);
+  if (const json* r = o.object("report")) {
+    object_reader x(*r, path + "/report", err);
+    x.string("mode", c.report.mode);
+    x.strings("denied", c.report.denied);
+    x.strings("killed", c.report.killed);
+    x.strings("not_on_this_arch", c.report.not_on_this_arch);
+    x.signed_number("highest_allowed_nr", c.report.highest_allowed_nr);
+    x.string("arguments", c.report.arguments);
+    x.finish();
+  }
+  o.finish();
+  if (err.empty() && (c.rules.empty() || c.guard.empty()))
+    o.fail(path, "expected both programs, rules and guard");
+}
+
 void read_seccomp(const json& j, const std::string& path, seccomp_spec& s, std::string& err) {
   object_reader o(j, path, err);
   o.boolean("enabled", s.enabled);
   o.strings("deny", s.deny);
   o.strings("kill", s.kill);
   o.signed_number("deny_errno", s.deny_errno);
+  if (const json* c = o.object("compiled")) {
+    auto compiled = std::make_shared<compiled_seccomp>();
+    read_compiled_seccomp(*c, path + "/compiled", *compiled, err);
+    s.compiled = std::move(compiled);
+  }
   o.finish();
   if (err.empty() && (s.deny_errno <= 0 || s.deny_errno > 4095))
     o.fail(path + "/deny_errno", "not an errno value (1..4095)");

@@ -5,6 +5,7 @@
 #include <sched.h>
 #include <seccomp.h>
 #include <sys/ioctl.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -14,6 +15,8 @@
 #include <cstdlib>
 #include <map>
 #include <memory>
+
+#include "ipc/unique_fd.hpp"
 
 namespace castellan::platform {
 
@@ -75,6 +78,35 @@ int highest_known_syscall() {
 
 enum class verdict : uint8_t { deny, kill };
 
+/// libseccomp's program for `ctx`, read back from the memfd it is exported to
+/// (libseccomp 2.5 exports to a file descriptor only).
+outcome<std::vector<sock_filter>> export_program(scmp_filter_ctx ctx) {
+  unique_fd fd(::memfd_create("castellan-seccomp-bpf", MFD_CLOEXEC));
+  if (!fd)
+    return errno_failure("seccomp: memfd_create for the exported program");
+  if (int rc = seccomp_export_bpf(ctx, fd.get()))
+    return errno_failure("seccomp: seccomp_export_bpf", -rc);
+  const off_t size = ::lseek(fd.get(), 0, SEEK_END);
+  if (size <= 0 || size % static_cast<off_t>(sizeof(sock_filter)) != 0 ||
+      size > static_cast<off_t>(BPF_MAXINSNS * sizeof(sock_filter)))
+    return logic_failure("seccomp: libseccomp exported " + std::to_string(size) +
+                         " bytes, not a program of 1.." + std::to_string(BPF_MAXINSNS) +
+                         " instructions");
+  std::vector<sock_filter> prog(static_cast<std::size_t>(size) / sizeof(sock_filter));
+  std::size_t done = 0;
+  auto* bytes = reinterpret_cast<char*>(prog.data());
+  while (done < static_cast<std::size_t>(size)) {
+    const ssize_t n = ::pread(fd.get(), bytes + done, static_cast<std::size_t>(size) - done,
+                              static_cast<off_t>(done));
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n <= 0)
+      return errno_failure("seccomp: reading the exported program", n == 0 ? EIO : errno);
+    done += static_cast<std::size_t>(n);
+  }
+  return prog;
+}
+
 failure scmp_failure(const std::string& what, int rc) { return errno_failure(what, -rc); }
 
 } // namespace
@@ -88,10 +120,11 @@ const std::vector<std::string>& anti_escape_syscalls() {
   return all;
 }
 
-outcome<seccomp_report> apply_seccomp(const seccomp_spec& spec) {
-  seccomp_report report;
+outcome<compiled_seccomp> compile_seccomp(const seccomp_spec& spec) {
+  compiled_seccomp out;
+  seccomp_report& report = out.report;
   if (!spec.enabled)
-    return report;
+    return logic_failure("seccomp: compiling a disabled filter");
   if (spec.deny_errno <= 0 || spec.deny_errno > 4095)
     return logic_failure("seccomp: deny_errno " + std::to_string(spec.deny_errno) +
                          " is not an errno");
@@ -210,21 +243,50 @@ outcome<seccomp_report> apply_seccomp(const seccomp_spec& spec) {
   prog.push_back({jgt, 0, 1, static_cast<uint32_t>(highest)});
   prog.push_back({ret, 0, 0, SECCOMP_RET_ERRNO | ENOSYS});
   prog.push_back({ret, 0, 0, SECCOMP_RET_ALLOW});
-  sock_fprog fprog{static_cast<unsigned short>(prog.size()), prog.data()};
+  out.guard = std::move(prog);
 
-  if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0)
-    return errno_failure("seccomp: prctl(PR_SET_NO_NEW_PRIVS)");
-  if (int rc = seccomp_load(ctx.get()))
-    return scmp_failure("seccomp: seccomp_load", rc);
-  if (::syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &fprog) != 0)
-    return errno_failure("seccomp: loading the range/architecture filter");
+  auto rules_prog = export_program(ctx.get());
+  if (!rules_prog)
+    return rules_prog.error();
+  out.rules = std::move(*rules_prog);
   if (personality_filtered)
     report.denied.push_back("personality (other than query and PER_LINUX)");
-  report.enforced = true;
   report.mode = "filter";
-  report.no_new_privs = ::prctl(PR_GET_NO_NEW_PRIVS, 0, 0, 0, 0) == 1;
   report.highest_allowed_nr = highest;
+  return out;
+}
+
+outcome<seccomp_report> load_seccomp(const compiled_seccomp& filters) {
+  for (const auto* prog : {&filters.rules, &filters.guard})
+    if (prog->empty() || prog->size() > BPF_MAXINSNS)
+      return logic_failure("seccomp: a compiled program of " + std::to_string(prog->size()) +
+                           " instructions (1.." + std::to_string(BPF_MAXINSNS) + " expected)");
+  if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0)
+    return errno_failure("seccomp: prctl(PR_SET_NO_NEW_PRIVS)");
+  // The policy's rules first, then the guard: a call passes both (the
+  // kernel applies the most restrictive answer of every loaded filter).
+  for (const auto* prog : {&filters.rules, &filters.guard}) {
+    sock_fprog fprog{static_cast<unsigned short>(prog->size()),
+                     const_cast<sock_filter*>(prog->data())};
+    if (::syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &fprog) != 0)
+      return errno_failure(prog == &filters.rules ? "seccomp: loading the rules filter"
+                                                  : "seccomp: loading the range/architecture filter");
+  }
+  seccomp_report report = filters.report;
+  report.enforced = true;
+  report.no_new_privs = ::prctl(PR_GET_NO_NEW_PRIVS, 0, 0, 0, 0) == 1;
   return report;
+}
+
+outcome<seccomp_report> apply_seccomp(const seccomp_spec& spec) {
+  if (!spec.enabled)
+    return seccomp_report{};
+  if (spec.compiled)
+    return load_seccomp(*spec.compiled);
+  auto compiled = compile_seccomp(spec);
+  if (!compiled)
+    return compiled.error();
+  return load_seccomp(*compiled);
 }
 
 } // namespace castellan::platform

@@ -11,6 +11,9 @@
 ///   than itself), and x32 numbers and every non-native architecture (i386
 ///   via int 0x80) kill the process.
 
+#include <linux/filter.h>
+
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -18,11 +21,16 @@
 
 namespace castellan::platform {
 
+struct compiled_seccomp;
+
 struct seccomp_spec {
   bool enabled = true;
   std::vector<std::string> deny; ///< fail with `deny_errno`, in addition to the anti-escape set
   std::vector<std::string> kill; ///< kill the process (SIGSYS); wins over deny
   int deny_errno = 1;            ///< EPERM
+  /// The filters above compiled ahead of time (compile_seccomp), so that a
+  /// new worker only loads them; shared by every worker of a pool.
+  std::shared_ptr<const compiled_seccomp> compiled;
 };
 
 struct seccomp_report {
@@ -36,12 +44,29 @@ struct seccomp_report {
   std::string arguments;             ///< the argument-filtered rules, in words
 };
 
+/// The two BPF programs of a seccomp_spec and what they do. Building them
+/// (libseccomp's rule compiler, the table of known system calls) takes over
+/// a millisecond; loading them takes two system calls.
+struct compiled_seccomp {
+  std::vector<sock_filter> rules; ///< libseccomp's: the anti-escape set and the policy's rules
+  std::vector<sock_filter> guard; ///< architecture, x32, personality, numbers above the table
+  seccomp_report report;          ///< `enforced` and `no_new_privs` are set when loaded
+};
+
 /// The anti-escape set (names; some are argument-filtered, see `arguments`).
 const std::vector<std::string>& anti_escape_syscalls();
 
+/// Compiles `spec` (which must be enabled). An unknown name in the spec is
+/// an error.
+outcome<compiled_seccomp> compile_seccomp(const seccomp_spec& spec);
+
 /// Sets no_new_privs and loads the filters on this thread (before any other
 /// thread exists: the filter is inherited by children, not other threads).
-/// Irreversible. An unknown name in the spec is an error.
+/// Irreversible. A program the kernel refuses is an error.
+outcome<seccomp_report> load_seccomp(const compiled_seccomp& filters);
+
+/// Loads spec.compiled when it is set, else compiles `spec` and loads it;
+/// nothing when the spec is disabled.
 outcome<seccomp_report> apply_seccomp(const seccomp_spec& spec);
 
 } // namespace castellan::platform

@@ -2,7 +2,7 @@
 rings and both doorbells. Pure stdlib.
 
 Memory ordering: the index words are read and written through
-ctypes.c_uint32 views, i.e. single aligned 4-byte loads and stores, and the
+memoryviews cast to "I" (one aligned 4-byte load or store each), and the
 data through memoryview slices (memcpy). On x86-64 (TSO) stores are not
 reordered with stores nor loads with loads, and the interpreter cannot reorder
 across these C calls, so "write data, then store tail" and "load tail, then
@@ -10,12 +10,11 @@ read data" give the release/acquire pairs the wire needs. A weakly ordered
 CPU would need explicit fences here.
 """
 
-import ctypes
+import _thread
 import mmap
 import os
 import select
 import struct
-import threading
 import time
 
 MAGIC = 0x4C545343
@@ -94,8 +93,10 @@ class Segment:
         self.to_supervisor_data = view[HEADER_SIZE + capacity:HEADER_SIZE + 2 * capacity]
 
     def word(self, offset):
-        """A c_uint32 aliasing the index word at `offset` (single 4-byte accesses)."""
-        return ctypes.c_uint32.from_buffer(self.map, offset)
+        """A one-element uint32 view of the index word at `offset`: `w[0]`
+        is a single aligned 4-byte access (memoryview copies items with a
+        fixed-size memcpy)."""
+        return memoryview(self.map)[offset:offset + 4].cast("I")
 
 
 class RingReader:
@@ -106,7 +107,7 @@ class RingReader:
         self._capacity = capacity
         self._head_word = head_word
         self._tail_word = tail_word
-        self._head = head_word.value
+        self._head = head_word[0]
 
     def _copy(self, pos, n):
         cap = self._capacity
@@ -120,7 +121,7 @@ class RingReader:
         """The next frame as (type, request_id, payload bytes), or None when
         the ring is empty. Raises WireError for anything impossible."""
         cap = self._capacity
-        tail = self._tail_word.value
+        tail = self._tail_word[0]
         used = (tail - self._head) & MASK32
         if used == 0:
             return None
@@ -139,7 +140,7 @@ class RingReader:
             raise WireError(f"frame type {mtype:#04x} is not one the supervisor sends")
         payload = self._copy(self._head + FRAME_HEADER_SIZE, length - FRAME_MIN_LEN)
         self._head = (self._head + 4 + length) & MASK32
-        self._head_word.value = self._head
+        self._head_word[0] = self._head
         return mtype, request_id, payload
 
 
@@ -167,7 +168,7 @@ class RingWriter:
             self._data[0:n - first] = chunk[first:]
 
     def free(self):
-        used = (self._tail_word.value - self._head_word.value) & MASK32
+        used = (self._tail_word[0] - self._head_word[0]) & MASK32
         if used > self._capacity:
             raise WireError(f"to_supervisor holds {used} bytes but its capacity is "
                             f"{self._capacity}")
@@ -179,12 +180,12 @@ class RingWriter:
         size = FRAME_HEADER_SIZE + len(payload)
         if size > self._capacity:
             raise ValueError(f"frame of {size} bytes can never fit a ring of {self._capacity}")
-        tail = self._tail_word.value
+        tail = self._tail_word[0]
         if size > self.free():
             return False
         self._put(tail, FRAME_HEADER.pack(FRAME_MIN_LEN + len(payload), mtype, request_id))
         self._put(tail + FRAME_HEADER_SIZE, payload)
-        self._tail_word.value = (tail + size) & MASK32
+        self._tail_word[0] = (tail + size) & MASK32
         return True
 
 
@@ -247,10 +248,13 @@ class Wire:
         self.out_bell = Doorbell(to_supervisor_fd)
         self.chunk = min(STREAM_CHUNK, self.writer.max_payload)
         self._on_broken = on_broken
-        self._send_lock = threading.Lock()
+        self._send_lock = _thread.allocate_lock()
         self._sender = None
         self._deferred = []
-        self._bell_cv = threading.Condition(threading.Lock())
+        # Created by the first wait (_condition): importing threading costs
+        # ~6 ms of start-up, and nothing waits before the harness is READY.
+        self._bell_cv = None
+        self._bell_cv_init = _thread.allocate_lock()
         self._bell_generation = 0
         self._bell_polling = False
 
@@ -265,20 +269,33 @@ class Wire:
 
     # --- the to_worker doorbell, shared between waiters --------------------
 
+    def _condition(self):
+        """The doorbell's condition variable, made once by whichever thread
+        waits first."""
+        cv = self._bell_cv
+        if cv is None:
+            with self._bell_cv_init:
+                if self._bell_cv is None:
+                    import threading
+                    self._bell_cv = threading.Condition(_thread.allocate_lock())
+                cv = self._bell_cv
+        return cv
+
     def _wait_bell(self, generation, timeout):
         """Returns once the doorbell generation differs from `generation`,
         or after `timeout` seconds (None: no limit)."""
         deadline = None if timeout is None else time.monotonic() + timeout
-        with self._bell_cv:
+        cv = self._condition()
+        with cv:
             while self._bell_generation == generation:
                 remaining = None if deadline is None else deadline - time.monotonic()
                 if remaining is not None and remaining <= 0:
                     return
                 if self._bell_polling:
-                    self._bell_cv.wait(remaining)
+                    cv.wait(remaining)
                     continue
                 self._bell_polling = True
-                self._bell_cv.release()
+                cv.release()
                 fired = False
                 try:
                     ms = -1 if remaining is None else max(1, int(remaining * 1000))
@@ -287,13 +304,13 @@ class Wire:
                     except WireError as e:
                         self.broken(str(e))
                 finally:
-                    self._bell_cv.acquire()
+                    cv.acquire()
                     self._bell_polling = False
                     if fired:
                         self._bell_generation += 1
                     # Wake everyone: the generation moved, or another waiter
                     # has to take over polling.
-                    self._bell_cv.notify_all()
+                    cv.notify_all()
 
     # --- receiving (main thread) -------------------------------------------
 
@@ -322,7 +339,7 @@ class Wire:
         self._exclusive(self._send_chunks, mtype, request_id, data)
 
     def _exclusive(self, operation, mtype, request_id, data):
-        me = threading.get_ident()
+        me = _thread.get_ident()
         if self._sender == me:
             # Re-entered on the sending thread, e.g. a finalizer flushing an
             # old stdout writer while a frame is half-written: interleaving

@@ -59,6 +59,53 @@ BOOST_AUTO_TEST_CASE(round_trip_keeps_every_field) {
   BOOST_TEST(back->egress_fd == 7);
 }
 
+BOOST_AUTO_TEST_CASE(compiled_seccomp_round_trips) {
+  sandbox_spec spec = default_sandbox_spec();
+  auto compiled = compile_seccomp(spec.seccomp);
+  BOOST_REQUIRE_MESSAGE(compiled, (compiled ? "" : compiled.error().describe()));
+  spec.seccomp.compiled = std::make_shared<const compiled_seccomp>(*compiled);
+  const std::string text = to_json(spec);
+  auto back = parse_sandbox_spec(text);
+  BOOST_REQUIRE_MESSAGE(back, (back ? "" : back.error().describe()));
+  BOOST_REQUIRE(back->seccomp.compiled);
+  const auto& c = *back->seccomp.compiled;
+  BOOST_REQUIRE(c.rules.size() == compiled->rules.size());
+  BOOST_REQUIRE(c.guard.size() == compiled->guard.size());
+  for (std::size_t i = 0; i < c.rules.size(); ++i) {
+    BOOST_TEST(c.rules[i].code == compiled->rules[i].code);
+    BOOST_TEST(c.rules[i].jt == compiled->rules[i].jt);
+    BOOST_TEST(c.rules[i].jf == compiled->rules[i].jf);
+    BOOST_TEST(c.rules[i].k == compiled->rules[i].k);
+  }
+  BOOST_TEST(c.report.denied == compiled->report.denied);
+  BOOST_TEST(c.report.highest_allowed_nr == compiled->report.highest_allowed_nr);
+  BOOST_TEST(to_json(*back) == text);
+}
+
+BOOST_AUTO_TEST_CASE(malformed_compiled_seccomp_says_where) {
+  sandbox_spec spec = default_sandbox_spec();
+  auto compiled = compile_seccomp(spec.seccomp);
+  BOOST_REQUIRE(compiled);
+  spec.seccomp.compiled = std::make_shared<const compiled_seccomp>(*compiled);
+  auto j = nlohmann::json::parse(to_json(spec));
+  auto error_with = [&](const std::string& pointer, const nlohmann::json& value) {
+    auto copy = j;
+    copy[nlohmann::json::json_pointer(pointer)] = value;
+    return error_of(copy.dump());
+  };
+  BOOST_TEST(error_with("/seccomp/compiled/rules/0", nlohmann::json::array({1, 2, 3}))
+               .find("/seccomp/compiled/rules/0: expected [code, jt, jf, k]") != std::string::npos);
+  BOOST_TEST(error_with("/seccomp/compiled/guard/1/1", 256)
+               .find("/seccomp/compiled/guard/1") != std::string::npos);
+  BOOST_TEST(error_with("/seccomp/compiled/rules", nlohmann::json::array())
+               .find("/seccomp/compiled/rules: expected an array of 1..4096") != std::string::npos);
+  BOOST_TEST(error_with("/seccomp/compiled/report/bogus", 1)
+               .find("/seccomp/compiled/report/bogus: unknown key") != std::string::npos);
+  auto without_guard = j;
+  without_guard["seccomp"]["compiled"].erase("guard");
+  BOOST_TEST(error_of(without_guard.dump()).find("both programs") != std::string::npos);
+}
+
 BOOST_AUTO_TEST_CASE(malformed_specs_say_where) {
   BOOST_TEST(error_of("{").find("not valid JSON") != std::string::npos);
   BOOST_TEST(error_of("[]").find("expected an object") != std::string::npos);

@@ -1,0 +1,1059 @@
+"""castellan_runtime: the body of the Python harness (castellan_harness.py
+is its entry point; see there for how it is started).
+
+It attaches the wire, sends READY, then serves CODE / COMMAND / SHUTDOWN
+frames from the supervisor (docs/wire.md). User code runs in a fresh __main__
+module each time; its stdout and stderr (Python-level and fd-level) come back
+as STDOUT/STDERR frames, then one RESULT frame.
+
+Start-up is split in two so that a new worker is READY about as soon as the
+interpreter itself: before READY only what attaching the wire needs is
+imported; what serving a request needs (json, traceback, subprocess, the site
+directories, the denial socket) and the warm modules user code is likely to
+import (PRELOAD) are loaded afterwards, one step at a time, while no request
+is waiting. A request that arrives earlier first completes the steps serving
+needs; the preload resumes when the harness is idle again.
+
+In `fork` mode the loaded, pre-imported harness is a zygote: each CODE runs
+in a child forked for it, which reports its outcome on a private pipe and
+exits, so nothing the code did (modules imported, globals, open files,
+threads, signal handlers, memory) survives into the next exec. Only the
+zygote touches the wire; the child's output reaches it through the fd 1/2
+pumps.
+
+Exit codes: 0 after SHUTDOWN (or after the request in oneshot mode), 2 for a
+bad command line, 3 for a broken wire. Nothing user code does is meant to end
+the harness except through the process itself (os._exit, signals).
+"""
+
+import os
+import sys
+
+import castellan_wire as wire
+
+import _signal as signal  # the C module: `signal` itself imports enum (~2.5 ms)
+import _thread
+import builtins
+import gc
+import io
+import select
+import time
+import types
+import warnings
+
+# What serving a request needs, imported after READY (_import_serving_modules):
+# bound here so that the names are module globals from the start.
+ctypes = functools = json = linecache = site = socket = subprocess = None
+threading = traceback = None
+
+#: Imported after READY, while idle, so that user code finds them warm.
+PRELOAD = ("re", "collections", "functools", "itertools", "math", "datetime", "random",
+           "string", "textwrap", "dataclasses", "typing", "pathlib", "base64", "hashlib")
+
+
+def _preloader(name):
+    """A start-up step importing `name` (a module that fails to import is
+    left for user code to fail on)."""
+    def step():
+        try:
+            __import__(name)
+        except Exception:
+            pass
+    return step
+
+
+def _freeze_shared_objects():
+    """The zygote's last start-up step: what it holds now is shared with every
+    child; keeping the collector off these objects spares the children
+    copying their pages when a collection would touch them."""
+    gc.collect()
+    gc.freeze()
+
+
+def _import_serving_modules():
+    """The modules the harness needs to run a request (results are JSON,
+    exceptions become tracebacks, commands are subprocesses)."""
+    global ctypes, functools, json, linecache, site, socket, subprocess, threading, traceback
+    import ctypes
+    import functools
+    import json
+    import linecache
+    import site
+    import socket
+    import subprocess
+    import threading
+    import traceback
+
+EXIT_USAGE = 2
+EXIT_BROKEN_WIRE = 3
+
+#: Frames from these files are the harness's, never shown in a traceback, and
+#: never interrupted by KeyboardInterrupt (see Harness._on_sigint).
+HARNESS_FILES = frozenset(
+    path
+    for module in (sys.modules[__name__], wire, sys.modules.get("__main__"))
+    for path in (getattr(module, "__file__", None),)
+    if path is not None
+    for path in (path, os.path.abspath(path))
+)
+
+# Harness states (what the main thread is doing).
+STARTING, IDLE, USER, COMMAND, FINISHING = range(5)
+
+
+def _light_site():
+    """What site.main() gives user code, without running .pth files or
+    sitecustomize (the worker starts Python with -S): the site-packages
+    directories on sys.path and the exit()/quit()/help() builtins."""
+    for directory in site.getsitepackages():
+        if os.path.isdir(directory) and directory not in sys.path:
+            sys.path.append(directory)
+    site.setquit()
+    site.setcopyright()
+    site.sethelper()
+
+
+class _Terminate(BaseException):
+    """Raised in the idle main loop by SIGINT: stop, dying of that signal."""
+
+    def __init__(self, signum):
+        super().__init__(signum)
+        self.signum = signum
+
+
+def _clean_text(text):
+    """Text that encodes to UTF-8 (lone surrogates become \\udcxx escapes)."""
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
+class _FrameRaw(io.RawIOBase):
+    """The raw layer under sys.stdout / sys.stderr: each write becomes
+    STDOUT/STDERR frames of the current request (the BufferedWriter above
+    makes them up to 64 KiB). In a process forked by user code the wire is
+    not ours to use: writes go to fd 1/2 instead, which the parent's pumps
+    capture."""
+
+    def __init__(self, harness, mtype, fd):
+        super().__init__()
+        self._harness = harness
+        self._mtype = mtype
+        self._fd = fd
+
+    def writable(self):
+        return True
+
+    def isatty(self):
+        return False
+
+    def fileno(self):
+        # fd 1 / 2 are the pipes the pumps drain: writing to them directly
+        # (or handing them to a subprocess) is captured as well.
+        return self._fd
+
+    def write(self, b):
+        h = self._harness
+        # Safe point for a deferred KeyboardInterrupt: nothing of this write
+        # has been sent, and the BufferedWriter keeps it for a later flush.
+        h.take_pending_interrupt()
+        view = memoryview(b).cast("B")
+        if h.in_forked_child:
+            done = 0
+            while done < len(view):
+                done += os.write(self._fd, view[done:])
+            return len(view)
+        h.wire.send_stream(self._mtype, h.request_id, view)
+        return len(view)
+
+
+class _Pump:
+    """Drains the pipe behind fd 1 or 2 into frames, so that output written
+    below sys.stdout (os.write(1, ...), C extensions, child processes) is not
+    lost and never blocks the writer. A thread reads whenever data arrives;
+    the main thread drains it once more, under the same lock, before RESULT,
+    so all of a request's fd-level output precedes its RESULT.
+
+    Order: fd-level output and sys.stdout output travel separately (the
+    latter is buffered in-process up to 64 KiB), so their relative order
+    within a request may differ from the order of the writes."""
+
+    def __init__(self, harness, target_fd, mtype):
+        self._harness = harness
+        self.target_fd = target_fd
+        self._mtype = mtype
+        self.read_fd, self.write_fd = os.pipe()  # both non-inheritable
+        os.set_blocking(self.read_fd, False)
+        self.lock = _thread.allocate_lock()
+        self.restore()
+        _thread.start_new_thread(self._run, ())
+
+    def restore(self):
+        """Points fd 1/2 at the pipe again (user code may close or dup2 it)."""
+        os.dup2(self.write_fd, self.target_fd)
+
+    def _run(self):
+        poller = select.poll()
+        poller.register(self.read_fd, select.POLLIN)
+        while True:
+            poller.poll()
+            with self.lock:
+                self.drain()
+
+    def drain(self):
+        """Sends what the pipe holds now; the caller holds `lock`."""
+        h = self._harness
+        while True:
+            try:
+                data = os.read(self.read_fd, wire.STREAM_CHUNK)
+            except BlockingIOError:
+                return
+            if not data:
+                return  # cannot happen while we hold the write end
+            h.wire.send_stream(self._mtype, h.request_id, data)
+
+
+class Harness:
+    def __init__(self, segment_fd, to_worker_fd, to_supervisor_fd, mode, control_fd=None):
+        # Our own diagnostics go to the worker's stderr, not to the frames.
+        self.diag_fd = os.dup(2)
+        self.pid = os.getpid()
+        self.mode = mode
+        self.request_id = 0
+        self.state = STARTING
+        self.stop_signal = None
+        self.main_ident = _thread.get_ident()
+        self._pending_interrupt = False
+        self._retriggered = False
+        self.child = None
+        self.in_forked_child = False
+        self.wire = wire.Wire(segment_fd, to_worker_fd, to_supervisor_fd,
+                              on_broken=self._broken)
+        for fd in (segment_fd, to_worker_fd, to_supervisor_fd):
+            # The mapping and the pollers keep working; exec'd programs
+            # (os.system, os.exec*) must not get the wire.
+            os.set_inheritable(fd, False)
+        self._stdin_to_devnull()
+        self._libc = None  # the C library (fflush), loaded with the serving modules
+        os.register_at_fork(after_in_child=self._after_fork_in_child)
+        self.harness_main = sys.modules["__main__"]
+        self.control_fd = control_fd
+        self._start_threads()
+        # Start-up after READY (see the module's doc): what serving needs
+        # first, then the preload; each step runs only while nothing waits.
+        self._serving_steps = [_import_serving_modules, _light_site,
+                               self._load_libc, self._install_policy_denials,
+                               self._snapshot_baseline]
+        self._preload_steps = [_preloader(name) for name in PRELOAD]
+        if mode == "fork":
+            self._preload_steps.append(_freeze_shared_objects)
+        self._snapshot_baseline()
+        signal.signal(signal.SIGINT, self._on_sigint)
+        self.out = self.err = None
+
+    def _snapshot_baseline(self):
+        """What _prepare restores before every request."""
+        self.saved_path = list(sys.path)
+        self.saved_environ = dict(os.environ)
+        # The environment is compared at the C level (the bytes dict behind
+        # os.environ) before every request: comparing the mapping itself
+        # decodes every key and value, tens of microseconds per request.
+        self.environ_obj = os.environ
+        self.saved_environ_data = dict(os.environ._data)
+        self.saved_recursion_limit = sys.getrecursionlimit()
+        self.saved_warning_filters = list(warnings.filters)
+        try:
+            self.saved_cwd = os.getcwd()
+        except OSError:
+            self.saved_cwd = None
+
+    def _start_threads(self):
+        """The fd 1/2 pumps and the SIGINT re-trigger thread, started before
+        READY: the pool counts a ready worker's tasks, and more after an exec
+        means the exec left something running. Plain _thread threads, so
+        that `threading` (~6 ms to import) is not needed for READY; they
+        are daemonic, and user code does not see them in threading.enumerate()."""
+        self._retrigger_r, self._retrigger_w = os.pipe()
+        os.set_blocking(self._retrigger_w, False)
+        _thread.start_new_thread(self._retrigger_loop, ())
+        self.pumps = [_Pump(self, 1, wire.STDOUT), _Pump(self, 2, wire.STDERR)]
+
+    def _load_libc(self):
+        self._libc = ctypes.CDLL(None)
+
+    def _install_policy_denials(self):
+        if self.control_fd is None:
+            return
+        try:
+            PolicyDenials(self.control_fd).install()
+        except OSError as e:
+            self.diag(f"control socket: {e.strerror}")
+
+    def _start_up_step(self, serving_only):
+        """Runs the next start-up step; False when there is none left (of the
+        serving steps only, if `serving_only`)."""
+        if self._serving_steps:
+            self._serving_steps.pop(0)()
+            return True
+        if serving_only or not self._preload_steps:
+            return False
+        self._preload_steps.pop(0)()
+        return True
+
+    # --- diagnostics and exits ------------------------------------------------
+
+    def diag(self, message):
+        try:
+            os.write(self.diag_fd, f"castellan-harness: {message}\n".encode("utf-8", "replace"))
+        except OSError:
+            pass
+
+    def _broken(self, message):
+        # Exits at once: user code on the stack must not be able to catch it.
+        self.diag(f"broken wire: {message}")
+        os._exit(EXIT_BROKEN_WIRE)
+
+    def _die_of(self, signum):
+        signal.signal(signum, signal.SIG_DFL)
+        os.kill(os.getpid(), signum)
+        os._exit(128 + signum)  # not reached
+
+    def _after_fork_in_child(self):
+        self.in_forked_child = True
+
+    # --- signals -----------------------------------------------------------------
+
+    def _on_sigint(self, signum, frame):
+        if self.in_forked_child:
+            raise KeyboardInterrupt
+        retriggered, self._retriggered = self._retriggered, False
+        state = self.state
+        if state == USER:
+            if _inside_harness_code(frame):
+                # In the middle of our own code (a print on its way to the
+                # wire): a KeyboardInterrupt here could leave a frame
+                # half-sent or make the BufferedWriter above send a chunk
+                # twice. Raise it at the next safe point instead: the start
+                # of the next write, or back in user code, where a helper
+                # thread sends the signal again shortly.
+                self._pending_interrupt = True
+                try:
+                    os.write(self._retrigger_w, b"!")
+                except OSError:
+                    pass
+                return
+            self._pending_interrupt = False
+            raise KeyboardInterrupt
+        self._pending_interrupt = False
+        if retriggered:
+            return  # the request it was meant for has ended
+        if state == COMMAND:
+            child = self.child
+            if child is not None:
+                try:
+                    child.send_signal(signum)
+                except OSError:
+                    pass
+            return
+        self.stop_signal = signum
+        if state == IDLE:
+            raise _Terminate(signum)
+
+    def _retrigger_loop(self):
+        # A thread of its own, woken through a pipe: the signal handler
+        # must neither start threads nor take Python-level locks.
+        while True:
+            os.read(self._retrigger_r, 64)
+            time.sleep(0.002)
+            if self._pending_interrupt:
+                self._retriggered = True
+                # A real signal, so that a blocking call in user code (a
+                # sleep) is interrupted too.
+                signal.pthread_kill(self.main_ident, signal.SIGINT)
+
+    def take_pending_interrupt(self):
+        """Raises the deferred KeyboardInterrupt if one is due and this is
+        the main thread running user code (called where raising is safe)."""
+        if (self._pending_interrupt and self.state == USER
+                and _thread.get_ident() == self.main_ident):
+            self._pending_interrupt = False
+            raise KeyboardInterrupt
+
+    # --- per-request environment ---------------------------------------------------
+
+    def _stdin_to_devnull(self):
+        try:
+            fd = os.open(os.devnull, os.O_RDONLY)
+        except OSError:
+            return
+        if fd != 0:
+            os.dup2(fd, 0)
+            os.close(fd)
+
+    def _make_writer(self, mtype, fd, errors):
+        raw = _FrameRaw(self, mtype, fd)
+        buffered = io.BufferedWriter(raw, buffer_size=wire.STREAM_CHUNK)
+        return io.TextIOWrapper(buffered, encoding="utf-8", errors=errors, newline="\n",
+                                line_buffering=False, write_through=False)
+
+    def _prepare(self, request_id):
+        """A clean process state for the next request: fresh stdio writers,
+        fd 1/2 on the pumps, and what user code may have changed restored."""
+        self.request_id = request_id
+        for pump in self.pumps:
+            try:
+                pump.restore()
+            except OSError as e:
+                self.diag(f"cannot restore fd {pump.target_fd}: {e.strerror}")
+        self.out = self._make_writer(wire.STDOUT, 1, "surrogateescape")
+        self.err = self._make_writer(wire.STDERR, 2, "backslashreplace")
+        sys.stdout = sys.__stdout__ = self.out
+        sys.stderr = sys.__stderr__ = self.err
+        sys.stdin = sys.__stdin__ = io.TextIOWrapper(io.BytesIO(b""), encoding="utf-8")
+        sys.argv = ["<exec>"]
+        sys.path[:] = self.saved_path
+        sys.settrace(None)
+        sys.setprofile(None)
+        sys.setrecursionlimit(self.saved_recursion_limit)
+        warnings.filters[:] = self.saved_warning_filters
+        if hasattr(warnings, "_filters_mutated"):
+            warnings._filters_mutated()  # drops the caches of the old filters
+        warnings.showwarning = _original_showwarning
+        self._pending_interrupt = False
+        if os.environ is not self.environ_obj or self.environ_obj._data != self.saved_environ_data:
+            os.environ = self.environ_obj
+            os.environ.clear()
+            os.environ.update(self.saved_environ)
+        if self.saved_cwd is not None:
+            try:
+                os.chdir(self.saved_cwd)
+            except OSError:
+                pass
+        signal.signal(signal.SIGINT, self._on_sigint)
+
+    def _collect_output(self):
+        """Pushes every byte of the request's output onto the wire: our
+        writers (unless user code closed them), C stdio buffers, then the
+        fd pipes."""
+        for writer in (self.out, self.err):
+            try:
+                if writer is not None and not writer.closed:
+                    writer.flush()
+            except Exception:
+                pass
+        try:
+            self._libc.fflush(None)
+        except Exception:
+            pass
+        for pump in self.pumps:
+            with pump.lock:
+                pump.drain()
+
+    # --- results -----------------------------------------------------------------------
+
+    def send_json(self, mtype, request_id, body):
+        payload = json.dumps(body, ensure_ascii=False).encode("utf-8")
+        self.wire.send(mtype, request_id, payload)
+
+    def send_result(self, request_id, exit_code, exception):
+        """RESULT, with the exception's strings shortened until it fits one
+        frame (a ring of 4 KiB still gets a readable result)."""
+        limit = self.wire.writer.max_payload
+        body = {"exit_code": exit_code, "exception": exception}
+        while True:
+            payload = json.dumps(body, ensure_ascii=False).encode("utf-8")
+            if len(payload) <= limit or exception is None:
+                break
+            longest = max(exception, key=lambda k: len(exception[k]))
+            text = exception[longest]
+            exception[longest] = text[:len(text) // 2] + "…[truncated]"
+        self.wire.send(wire.RESULT, request_id, payload)
+
+    def _send_stderr(self, text):
+        self.wire.send_stream(wire.STDERR, self.request_id,
+                              text.encode("utf-8", "backslashreplace"))
+
+    # --- CODE ----------------------------------------------------------------------------
+
+    def run_code(self, request_id, source):
+        self._prepare(request_id)
+        main = types.ModuleType("__main__")
+        main.__dict__["__builtins__"] = builtins
+        text = source.decode("utf-8", "replace")
+        # Tracebacks show the source lines of '<exec>' frames.
+        linecache.cache["<exec>"] = (len(text), None, text.splitlines(True), "<exec>")
+        sys.modules["__main__"] = main
+        exit_code = 0
+        exception = None
+        exit_message = None
+        try:
+            try:
+                code = compile(source, "<exec>", "exec", dont_inherit=True)
+                self.state = USER
+                exec(code, main.__dict__)
+            finally:
+                self.state = FINISHING
+                # An interrupt deferred past the end of the code is void.
+                self._pending_interrupt = False
+        except SystemExit as e:
+            exit_code, exit_message = _system_exit_code(e)
+        except BaseException as e:  # noqa: B902 — everything user code raises is reported
+            exit_code = 1
+            exception = _describe_exception(e)
+        self.state = FINISHING
+        if self.in_forked_child:
+            # User code forked and this is the child finishing the code:
+            # it must not touch the wire. Output went to fd 1/2 (the pumps).
+            for writer in (sys.stdout, sys.stderr):
+                try:
+                    writer.flush()
+                except Exception:
+                    pass
+            if exit_message is not None:
+                os.write(2, exit_message.encode("utf-8", "backslashreplace"))
+            os._exit(exit_code & 0xFF)
+        sys.modules["__main__"] = self.harness_main
+        del main
+        self._collect_output()
+        if exit_message is not None:
+            self._send_stderr(exit_message)
+        self.send_result(request_id, exit_code, exception)
+
+    # --- COMMAND -------------------------------------------------------------------------
+
+    def run_command(self, request_id, payload):
+        if not payload.endswith(b"\0"):
+            self.wire.broken("COMMAND payload does not end with a NUL byte")
+        argv = payload[:-1].split(b"\0")
+        self._prepare(request_id)
+        program = argv[0].decode("utf-8", "backslashreplace")
+        if not argv[0]:
+            self._send_stderr("castellan: empty program name\n")
+            self.send_result(request_id, 127, None)
+            return
+        try:
+            self.child = subprocess.Popen(argv, stdin=subprocess.DEVNULL,
+                                          stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                          close_fds=True, bufsize=0)
+        except FileNotFoundError:
+            self._send_stderr(f"castellan: {program}: No such file or directory\n")
+            self.send_result(request_id, 127, None)
+            return
+        except PermissionError:
+            self._send_stderr(f"castellan: {program}: Permission denied\n")
+            self.send_result(request_id, 126, None)
+            return
+        except OSError as e:
+            self._send_stderr(f"castellan: {program}: {e.strerror}\n")
+            self.send_result(request_id, 126, None)
+            return
+        child = self.child
+        self.state = COMMAND
+        try:
+            self._pump_child(child)
+            returncode = child.wait()
+        finally:
+            self.state = FINISHING
+            self.child = None
+        exit_code = returncode if returncode >= 0 else 128 - returncode
+        self._collect_output()
+        self.send_result(request_id, exit_code, None)
+
+    def _pump_child(self, child):
+        """Streams the child's stdout/stderr as frames until both pipes close,
+        or until the child has exited and its pipes hold nothing more (a
+        grandchild that keeps them open does not hold the result back)."""
+        streams = {child.stdout.fileno(): wire.STDOUT, child.stderr.fileno(): wire.STDERR}
+        poller = select.poll()
+        for fd in streams:
+            os.set_blocking(fd, False)
+            poller.register(fd, select.POLLIN)
+        exited = False
+        while streams:
+            events = poller.poll(50)
+            for fd, _ in events:
+                self._drain_child_fd(fd, streams, poller)
+            if not events and exited:
+                break
+            if not exited and child.poll() is not None:
+                exited = True  # one more round to collect what is buffered
+        for fd in list(streams):
+            self._drain_child_fd(fd, streams, poller)
+        child.stdout.close()
+        child.stderr.close()
+
+    def _drain_child_fd(self, fd, streams, poller):
+        mtype = streams.get(fd)
+        if mtype is None:
+            return
+        while True:
+            try:
+                data = os.read(fd, wire.STREAM_CHUNK)
+            except BlockingIOError:
+                return
+            if not data:
+                poller.unregister(fd)
+                del streams[fd]
+                return
+            self.wire.send_stream(mtype, self.request_id, data)
+
+    # --- the loop ------------------------------------------------------------------------
+
+    # --- CODE in a forked child (fork mode) -------------------------------------------
+
+    def run_code_forked(self, request_id, source):
+        self._prepare(request_id)
+        result_r, result_w = os.pipe()
+        try:
+            pid = os.fork()
+        except OSError as e:
+            os.close(result_r)
+            os.close(result_w)
+            self._send_stderr(f"castellan: cannot fork the exec's process: {e.strerror}\n")
+            self.send_result(request_id, 1, {"type": "OSError", "message": str(e),
+                                             "traceback": ""})
+            return
+        if pid == 0:
+            os.close(result_r)
+            self._child_run(source, result_w)  # never returns
+        os.close(result_w)
+        report = self._collect_report(pid, result_r)
+        os.close(result_r)
+        _, status = os.waitpid(pid, 0)
+        exit_code, exception, exit_message = 1, None, None
+        try:
+            body = json.loads(report.decode("utf-8")) if report else None
+        except ValueError:
+            body = None
+        if isinstance(body, dict):
+            # The child ran user code: its report is checked, not trusted.
+            exit_code = body.get("exit_code")
+            if not isinstance(exit_code, int) or not -2**31 <= exit_code < 2**31:
+                exit_code = 1
+            exception = body.get("exception")
+            if exception is not None and not (
+                    isinstance(exception, dict)
+                    and set(exception) == {"type", "message", "traceback"}
+                    and all(isinstance(v, str) for v in exception.values())):
+                exception = None
+            exit_message = body.get("exit_message")
+            if not isinstance(exit_message, str):
+                exit_message = None
+        elif os.WIFSIGNALED(status):
+            sig = os.WTERMSIG(status)
+            exit_code = 128 + sig
+            exit_message = f"castellan: the exec's process was killed by signal {sig}\n"
+        elif os.WIFEXITED(status):
+            # os._exit() in the code: its status is the exec's exit code.
+            exit_code = os.WEXITSTATUS(status)
+        self._collect_output()
+        if exit_message is not None:
+            self._send_stderr(exit_message)
+        self.send_result(request_id, exit_code, exception)
+
+    def _collect_report(self, pid, result_r):
+        """The child's report, read until the child has exited. Not until
+        EOF: a process the code forked may hold the pipe open forever."""
+        report = bytearray()
+        os.set_blocking(result_r, False)
+        pidfd = os.pidfd_open(pid)
+        try:
+            poller = select.poll()
+            poller.register(result_r, select.POLLIN)
+            poller.register(pidfd, select.POLLIN)
+            open_pipe = True
+            while True:
+                exited = False
+                for fd, _ in poller.poll():
+                    if fd == pidfd:
+                        exited = True
+                    elif open_pipe and not self._read_some(result_r, report):
+                        open_pipe = False
+                        poller.unregister(result_r)
+                if exited:
+                    if open_pipe:
+                        self._read_some(result_r, report)
+                    return bytes(report)
+        finally:
+            os.close(pidfd)
+
+    @staticmethod
+    def _read_some(fd, into):
+        """Appends what `fd` holds now; False at EOF."""
+        while True:
+            try:
+                chunk = os.read(fd, 65536)
+            except BlockingIOError:
+                return True
+            if not chunk:
+                return False
+            into += chunk
+
+    def _child_run(self, source, result_w):
+        """The forked child: runs the code and reports (exit code, exception)
+        as JSON on `result_w`. Its stdout/stderr writers already go to fd
+        1/2 (in_forked_child), which the zygote's pumps drain."""
+        me = os.getpid()
+        exit_code, exception, exit_message = 0, None, None
+        try:
+            main = types.ModuleType("__main__")
+            main.__dict__["__builtins__"] = builtins
+            text = source.decode("utf-8", "replace")
+            linecache.cache["<exec>"] = (len(text), None, text.splitlines(True), "<exec>")
+            sys.modules["__main__"] = main
+            try:
+                code = compile(source, "<exec>", "exec", dont_inherit=True)
+                self.state = USER
+                exec(code, main.__dict__)
+            finally:
+                self.state = FINISHING
+                self._pending_interrupt = False
+        except SystemExit as e:
+            exit_code, exit_message = _system_exit_code(e)
+        except BaseException as e:  # noqa: B902 — everything user code raises is reported
+            exit_code, exception = 1, _describe_exception(e)
+        try:
+            for writer in (self.out, self.err, sys.stdout, sys.stderr):
+                try:
+                    if writer is not None and not writer.closed:
+                        writer.flush()
+                except Exception:
+                    pass
+            try:
+                self._libc.fflush(None)
+            except Exception:
+                pass
+            if os.getpid() != me:
+                # A process the code forked, returning from it: only the
+                # exec's own process reports.
+                if exit_message is not None:
+                    os.write(2, exit_message.encode("utf-8", "backslashreplace"))
+                os._exit(exit_code & 0xFF)
+            body = {"exit_code": exit_code, "exception": exception, "exit_message": exit_message}
+            payload = json.dumps(body, ensure_ascii=False).encode("utf-8", "backslashreplace")
+            view = memoryview(payload)
+            while view:
+                view = view[os.write(result_w, view):]
+        finally:
+            os._exit(0)
+
+    def serve(self):
+        self._send_ready()
+        if self.mode == "oneshot":
+            self._preload_steps.clear()
+        while True:
+            if self.stop_signal is not None:
+                self._die_of(self.stop_signal)
+            self.state = IDLE
+            try:
+                # While start-up steps remain, look for a request between
+                # them instead of blocking.
+                frame = self.wire.receive(block=False)
+                while frame is None and self._start_up_step(serving_only=False):
+                    frame = self.wire.receive(block=False)
+                if frame is None:
+                    frame = self.wire.receive()
+                self.state = FINISHING
+                while self._start_up_step(serving_only=True):
+                    pass
+            except _Terminate as t:
+                self._die_of(t.signum)
+            mtype, request_id, payload = frame
+            if mtype == wire.CODE and self.mode == "fork":
+                self.run_code_forked(request_id, payload)
+            elif mtype == wire.CODE:
+                self.run_code(request_id, payload)
+            elif mtype == wire.COMMAND:
+                self.run_command(request_id, payload)
+            elif mtype == wire.SHUTDOWN:
+                os._exit(0)
+            else:
+                self.wire.broken(f"unexpected frame type {mtype:#04x} with no check pending")
+            if self.mode == "oneshot":
+                os._exit(0)
+
+    def _send_ready(self):
+        """READY, written out by hand: json is not imported yet. The
+        enforcement report is castellan-worker's JSON object, passed through."""
+        enforcement = _ENFORCEMENT
+        if enforcement is not None and not (enforcement.startswith("{")
+                                            and enforcement.endswith("}")):
+            enforcement = '{"error": "unreadable enforcement report"}'
+        body = '{"pid": %d, "interpreter": "%d.%d.%d", "mode": "%s"%s}' % (
+            os.getpid(), *sys.version_info[:3], self.mode,
+            "" if enforcement is None else ', "enforcement": ' + enforcement)
+        self.wire.send(wire.READY, 0, body.encode("utf-8"))
+
+
+_original_showwarning = warnings.showwarning
+
+
+def _inside_harness_code(frame):
+    """True if `frame`, or a caller below the exec() of user code, is the
+    harness's own code (the wire, a stdio writer, the signal handler)."""
+    while frame is not None:
+        code = frame.f_code
+        if code is Harness.run_code.__code__:
+            return False  # reached the exec() boundary: user code was running
+        if code.co_filename in HARNESS_FILES:
+            return True
+        frame = frame.f_back
+    return False
+
+
+def _system_exit_code(e):
+    """(exit code, text for stderr or None), as CPython ends a script."""
+    code = e.code
+    if code is None:
+        return 0, None
+    if isinstance(code, int):
+        # bool is an int (sys.exit(True) is 1); beyond a C int CPython's own
+        # status would be truncated, so such codes are reported as 1.
+        code = int(code)
+        return (code if -2**31 <= code < 2**31 else 1), None
+    try:
+        text = str(code)
+    except BaseException:
+        text = "<exit code str() failed>"
+    return 1, text + "\n"
+
+
+def _type_name(t):
+    module = getattr(t, "__module__", None)
+    name = getattr(t, "__qualname__", t.__name__)
+    if module in (None, "builtins", "__main__"):
+        return name
+    return f"{module}.{name}"
+
+
+def _strip_harness_frames(te, seen=None):
+    """Removes our own frames from a TracebackException and its chain."""
+    if seen is None:
+        seen = set()
+    if te is None or id(te) in seen:
+        return
+    seen.add(id(te))
+    te.stack = traceback.StackSummary.from_list(
+        [f for f in te.stack if f.filename not in HARNESS_FILES])
+    _strip_harness_frames(te.__cause__, seen)
+    _strip_harness_frames(te.__context__, seen)
+    for sub in getattr(te, "exceptions", None) or ():
+        _strip_harness_frames(sub, seen)
+
+
+def _describe_exception(e):
+    try:
+        message = str(e)
+    except BaseException:
+        message = "<exception str() failed>"
+    try:
+        te = traceback.TracebackException(type(e), e, e.__traceback__, compact=True)
+        _strip_harness_frames(te)
+        text = "".join(te.format())
+    except BaseException as failure:  # a hostile __str__ or __repr__ deep in the chain
+        text = f"<traceback unavailable: {type(failure).__name__}>\n"
+    return {"type": _clean_text(_type_name(type(e))), "message": _clean_text(message),
+            "traceback": _clean_text(text)}
+
+
+class PolicyDenials:
+    """The details of the system calls the supervisor denied, read from the
+    control socket (docs/wire.md, "Denials"). The supervisor writes each one
+    before it answers the call, so when a call fails with EACCES its record
+    is already here. A PermissionError raised by the wrapped functions then
+    names the policy and the rule; the errno stays what the kernel said."""
+
+    _KEEP = 64
+
+    def __init__(self, fd):
+        self._sock = socket.socket(fileno=fd)
+        self._sock.setblocking(False)
+        self._recent = []
+
+    def _drain(self):
+        while True:
+            try:
+                data = self._sock.recv(8192)
+            except (BlockingIOError, InterruptedError):
+                return
+            except OSError:
+                return
+            if not data:
+                return
+            parts = data.split(b"\0")
+            if len(parts) != 6 or parts[0] != b"DENY":
+                continue
+            self._recent.append([p.decode("utf-8", "backslashreplace") for p in parts[1:]])
+            del self._recent[:-self._KEEP]
+
+    # The calls behind the socket methods that raise without a file name:
+    # only their own records explain them.
+    _SOCKET_CALLS = {
+        "connect": ("connect",),
+        "bind": ("bind",),
+        "sendto": ("sendto",),
+        "sendmsg": ("sendmsg", "sendmmsg"),
+    }
+
+    def explain(self, error, syscalls=None):
+        """A PermissionError naming the policy and rule behind `error`, or None.
+        A record matches by path (either of the call's two names), or, for a
+        call without a name (a socket), by system call."""
+        self._drain()
+        names = []
+        for name in (error.filename, getattr(error, "filename2", None)):
+            if isinstance(name, bytes):
+                name = name.decode("utf-8", "backslashreplace")
+            if name is not None:
+                names.append(os.fspath(name) if not isinstance(name, int) else str(name))
+        for i in range(len(self._recent) - 1, -1, -1):
+            syscall, path, policy, rule, err = self._recent[i]
+            if err != str(error.errno):
+                continue
+            if syscalls is not None:
+                matches = syscall in syscalls
+            elif not names:
+                matches = True
+            else:
+                matches = any(n == path or path.endswith("/" + os.path.basename(n.rstrip("/")))
+                              for n in names)
+            if matches:
+                del self._recent[i]
+                message = (f"Permission denied by policy {policy!r} "
+                           f"(rule {rule}: {syscall} {path})")
+                return PermissionError(error.errno, message, error.filename, None,
+                                       getattr(error, "filename2", None))
+        return None
+
+    def wrap(self, fn, syscalls=None):
+        denials = self
+
+        @functools.wraps(fn)
+        def wrapper(*args, **kwargs):
+            try:
+                return fn(*args, **kwargs)
+            except PermissionError as e:
+                better = denials.explain(e, syscalls)
+                if better is None:
+                    raise
+                raise better from None
+        return wrapper
+
+    def install(self):
+        """Wraps the functions through which code opens, executes, creates,
+        removes, renames and links files, and connects, binds and sends to
+        addresses."""
+        builtins.open = self.wrap(builtins.open)
+        io.open = builtins.open
+        for name in ("open", "execv", "execve", "execvp", "execvpe", "execl", "execle",
+                     "execlp", "execlpe", "listdir", "scandir", "mkdir", "makedirs",
+                     "unlink", "remove", "rmdir", "removedirs", "rename", "renames",
+                     "replace", "link", "symlink", "truncate", "mknod", "mkfifo"):
+            fn = getattr(os, name, None)
+            if fn is None:
+                continue
+            wrapped = self.wrap(fn)
+            setattr(os, name, wrapped)
+            # shutil and others test these sets by identity (rmtree chooses
+            # its symlink-safe variant when os.unlink supports dir_fd).
+            for support in ("supports_dir_fd", "supports_fd", "supports_follow_symlinks",
+                            "supports_effective_ids"):
+                group = getattr(os, support, None)
+                if isinstance(group, set) and fn in group:
+                    group.add(wrapped)
+        for name, syscalls in self._SOCKET_CALLS.items():
+            fn = getattr(socket.socket, name, None)
+            if fn is not None:
+                setattr(socket.socket, name, self.wrap(fn, syscalls))
+        self._keep_unix_names()
+
+    @staticmethod
+    def _keep_unix_names():
+        """The supervisor binds a pathname socket relative to the directory
+        it checked, so the kernel records the name without its directory
+        (docs/security.md). getsockname() answers the path the code bound,
+        as it would without the supervisor: multiprocessing, for one, hands
+        that address to the processes that connect."""
+        import weakref  # installed after READY, with the serving modules
+
+        bound = weakref.WeakKeyDictionary()
+        plain_bind = socket.socket.bind
+        plain_name = socket.socket.getsockname
+
+        def bind(sock, address):
+            plain_bind(sock, address)
+            if sock.family == socket.AF_UNIX and isinstance(address, (str, bytes, os.PathLike)):
+                path = os.fsdecode(address)
+                if path and path[0] != "\0":
+                    bound[sock] = path
+
+        def getsockname(sock):
+            name = plain_name(sock)
+            path = bound.get(sock)
+            if (path is not None and isinstance(name, str) and "/" in path
+                    and name == os.path.basename(path)):
+                return path
+            return name
+
+        bind.__wrapped__ = plain_bind
+        getsockname.__wrapped__ = plain_name
+        socket.socket.bind = bind
+        socket.socket.getsockname = getsockname
+
+
+def _parse_args(argv):
+    values = {"--segment-fd": None, "--to-worker-fd": None, "--to-supervisor-fd": None,
+              "--mode": "reuse", "--control-fd": None}
+    i = 0
+    while i < len(argv):
+        arg = argv[i]
+        if "=" in arg and arg.startswith("--"):
+            arg, value = arg.split("=", 1)
+        elif i + 1 < len(argv):
+            i += 1
+            value = argv[i]
+        else:
+            raise ValueError(f"{arg} needs a value")
+        if arg not in values:
+            raise ValueError(f"unknown argument {arg!r}")
+        values[arg] = value
+        i += 1
+    fds = []
+    for name in ("--segment-fd", "--to-worker-fd", "--to-supervisor-fd"):
+        if values[name] is None:
+            raise ValueError(f"{name} is required")
+        if not values[name].isdigit():
+            raise ValueError(f"{name}: {values[name]!r} is not a file descriptor number")
+        fds.append(int(values[name]))
+    if values["--mode"] not in ("reuse", "fork", "oneshot"):
+        raise ValueError(f"--mode: {values['--mode']!r} is not one of reuse, fork, oneshot")
+    control = values["--control-fd"]
+    if control is not None and not control.isdigit():
+        raise ValueError(f"--control-fd: {control!r} is not a file descriptor number")
+    return fds[0], fds[1], fds[2], values["--mode"], None if control is None else int(control)
+
+
+# What castellan-worker applied to this process before exec (Landlock,
+# seccomp, capabilities, the root): a JSON object in CASTELLAN_ENFORCEMENT,
+# removed from the environment before any user code runs and reported in READY
+# as it is.
+_ENFORCEMENT = None
+
+
+def _take_enforcement():
+    global _ENFORCEMENT
+    _ENFORCEMENT = os.environ.pop("CASTELLAN_ENFORCEMENT", None)
+
+
+def main(argv):
+    _take_enforcement()
+    try:
+        segment_fd, to_worker_fd, to_supervisor_fd, mode, control_fd = _parse_args(argv)
+    except ValueError as e:
+        sys.stderr.write(f"castellan-harness: {e}\n")
+        return EXIT_USAGE
+    try:
+        harness = Harness(segment_fd, to_worker_fd, to_supervisor_fd, mode, control_fd)
+    except (wire.WireError, OSError) as e:
+        sys.stderr.write(f"castellan-harness: cannot attach the wire: {e}\n")
+        return EXIT_BROKEN_WIRE
+    harness.serve()
+    return 0
