@@ -277,10 +277,10 @@ void syscall_mediator::unix_bind(call& c, int sock, const std::string& path) {
     return c.fail(EADDRINUSE);
   if (errno != ENOENT)
     return c.fail(errno);
-  if (on_read_only_mount(at.parent.get()))
-    return c.fail(EROFS);
   if (at.trailing_slash)
     return c.fail(ENOENT);
+  if (on_read_only_mount(at.parent.get()))
+    return c.fail(EROFS);
   const auto v = check_change(at.path, pol::to_access(pol::fs_perm::make_sock));
   if (refused(c, v))
     return;
@@ -296,7 +296,7 @@ void syscall_mediator::unix_bind(call& c, int sock, const std::string& path) {
   un.sun_family = AF_UNIX;
   std::memcpy(un.sun_path, at.name.data(), at.name.size());
   const auto len = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + at.name.size() + 1);
-  use_umask_of(n.pid);
+  use_umask_of(*c.w, n.pid);
   int err = 0;
   if (::fchdir(at.parent.get()) != 0) {
     err = errno;

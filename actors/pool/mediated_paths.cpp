@@ -130,17 +130,22 @@ void syscall_mediator::decide_remove(mediated_worker& w, call& c, mediation_resu
   default:
     break;
   }
-  if (on_read_only_mount(at.parent.get()))
-    return c.fail(EROFS);
+  // A read-only mount answers EROFS before anything else is looked at; it
+  // is only asked where the answer would otherwise be an error (the call
+  // itself reports EROFS on the way to success).
+  const int parent = at.parent.get();
+  auto fail = [&](int err) { c.fail(on_read_only_mount(parent) ? EROFS : err); };
   struct stat st;
-  if (::fstatat(at.parent.get(), at.name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0)
-    return c.fail(errno);
+  if (::fstatat(parent, at.name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0)
+    return fail(errno);
   if (!rmdir && at.trailing_slash)
-    return c.fail(S_ISDIR(st.st_mode) ? EISDIR : ENOTDIR);
+    return fail(S_ISDIR(st.st_mode) ? EISDIR : ENOTDIR);
   // The permission depends on the call, not on what the name holds now:
   // unlink never removes a directory, rmdir nothing else.
   const auto v = check_change(
       at.path, pol::to_access(rmdir ? pol::fs_perm::remove_dir : pol::fs_perm::remove_file));
+  if (v.what != verdict::kind::allow && v.what != verdict::kind::warn && on_read_only_mount(parent))
+    return c.fail(EROFS);
   if (refused(c, v))
     return;
   if (::unlinkat(at.parent.get(), at.name.c_str(), rmdir ? AT_REMOVEDIR : 0) != 0)
@@ -241,12 +246,15 @@ void syscall_mediator::decide_create(mediated_worker& w, call& c, mediation_resu
     return c.fail(EEXIST);
   if (errno != ENOENT)
     return c.fail(errno);
-  if (on_read_only_mount(at.parent.get()))
-    return c.fail(EROFS);
   // Only mkdir may create a name written with a trailing slash.
   if (what != op::dir && at.trailing_slash)
     return c.fail(ENOENT);
   const auto v = check_change(at.path, perm);
+  // EROFS comes before any permission check; the call itself reports it on
+  // the way to success, so the mount is only asked before a refusal.
+  if (v.what != verdict::kind::allow && v.what != verdict::kind::warn &&
+      on_read_only_mount(at.parent.get()))
+    return c.fail(EROFS);
   if (refused(c, v))
     return;
   int rc = 0;
@@ -255,7 +263,7 @@ void syscall_mediator::decide_create(mediated_worker& w, call& c, mediation_resu
   } else {
     if (!private_fs())
       return c.fail(ENOMEM);
-    use_umask_of(n.pid);
+    use_umask_of(w, n.pid);
     rc = what == op::dir
              ? ::mkdirat(at.parent.get(), at.name.c_str(), static_cast<mode_t>(mode & 07777))
              : ::mknodat(at.parent.get(), at.name.c_str(), static_cast<mode_t>(mode),
@@ -329,10 +337,10 @@ void syscall_mediator::decide_link(mediated_worker& w, call& c, mediation_result
     return c.fail(EEXIST);
   if (errno != ENOENT)
     return c.fail(errno);
-  if (on_read_only_mount(at.parent.get()))
-    return c.fail(EROFS);
   if (at.trailing_slash)
     return c.fail(ENOENT);
+  if (on_read_only_mount(at.parent.get()))
+    return c.fail(EROFS);
   if (!same_mount(object.get(), at.parent.get()))
     return c.fail(EXDEV);
   const bool reparent = dir_of(old_path) != at.parent_path;

@@ -130,19 +130,79 @@ int open_in_root(int root, const std::string& path, uint64_t flags, uint64_t mod
   return fd < 0 ? -1 : static_cast<int>(fd);
 }
 
+namespace {
+
+/// The last (innermost namespace's) number of a "NStgid:"/"NSpid:" line of
+/// /proc/<tid>/status; 0 if missing.
+long innermost(const char* status, const char* key) {
+  const char* line = std::strstr(status, key);
+  if (line == nullptr)
+    return 0;
+  line += std::strlen(key);
+  const char* end = std::strchr(line, '\n');
+  long last = 0;
+  for (char* p = const_cast<char*>(line); end == nullptr || p < end;) {
+    char* next = nullptr;
+    const long v = std::strtol(p, &next, 10);
+    if (next == p)
+      break;
+    last = v;
+    p = next;
+  }
+  return last;
+}
+
+/// "/proc/self" and "/proc/thread-self" name the caller as the procfs of
+/// its sandbox sees it; looked up by the supervisor they would name the
+/// supervisor's thread, which that procfs does not know. They are replaced
+/// with the caller's numbers in its own pid namespace.
+int caller_proc_self(pid_t tid, std::string& path) {
+  const std::string_view p(path);
+  std::size_t len = 0;
+  bool thread = false;
+  for (const std::string_view prefix :
+       {std::string_view("/proc/self"), std::string_view("/proc/thread-self")}) {
+    if (p.compare(0, prefix.size(), prefix) == 0 &&
+        (p.size() == prefix.size() || p[prefix.size()] == '/')) {
+      len = prefix.size();
+      thread = prefix.size() > 10;
+    }
+  }
+  if (len == 0)
+    return 0;
+  const std::string file = "/proc/" + std::to_string(tid) + "/status";
+  unique_fd fd(::open(file.c_str(), O_RDONLY | O_CLOEXEC));
+  char buf[4096];
+  const ssize_t n = fd ? ::read(fd.get(), buf, sizeof buf - 1) : -1;
+  if (n <= 0)
+    return ESRCH;
+  buf[n] = '\0';
+  const long tgid = innermost(buf, "\nNStgid:");
+  const long pid = innermost(buf, "\nNSpid:");
+  if (tgid <= 0 || pid <= 0)
+    return ESRCH;
+  std::string self = "/proc/" + std::to_string(tgid);
+  if (thread)
+    self += "/task/" + std::to_string(pid);
+  path = self + path.substr(len);
+  return 0;
+}
+
+} // namespace
+
 int absolute(pid_t tid, int dirfd, const std::string& path, std::string& out) {
   if (!path.empty() && path.front() == '/') {
     out = path;
-    return 0;
+  } else {
+    std::string base;
+    const std::string proc = "/proc/" + std::to_string(tid);
+    if (int err = link_path(
+            dirfd == AT_FDCWD ? proc + "/cwd" : proc + "/fd/" + std::to_string(dirfd), base);
+        err != 0)
+      return err;
+    out = base == "/" ? "/" + path : base + "/" + path;
   }
-  std::string base;
-  const std::string proc = "/proc/" + std::to_string(tid);
-  if (int err = link_path(dirfd == AT_FDCWD ? proc + "/cwd" : proc + "/fd/" + std::to_string(dirfd),
-                          base);
-      err != 0)
-    return err;
-  out = base == "/" ? "/" + path : base + "/" + path;
-  return 0;
+  return caller_proc_self(tid, out);
 }
 
 std::string normalise(const std::string& abs) {

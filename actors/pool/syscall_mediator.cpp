@@ -165,11 +165,20 @@ bool syscall_mediator::private_fs() {
   return private_fs_ == 1;
 }
 
-void syscall_mediator::use_umask_of(pid_t tid) {
+void syscall_mediator::use_umask_of(mediated_worker& w, pid_t tid) {
   // The kernel applies the creating thread's umask (or a default ACL of
   // the directory instead): give this thread the caller's, and pass the
-  // caller's mode unchanged.
-  ::umask(umask_of(tid));
+  // caller's mode unchanged. Reading it costs a /proc/<tid>/status (several
+  // microseconds); until some process of the sandbox calls umask(2), they
+  // all have the one they inherited, read once.
+  if (w.umask_changed || w.umask < 0) {
+    const mode_t m = umask_of(tid);
+    if (!w.umask_changed)
+      w.umask = static_cast<int>(m);
+    ::umask(m);
+    return;
+  }
+  ::umask(static_cast<mode_t>(w.umask));
 }
 
 bool syscall_mediator::act_as_worker(const mediated_worker& w) {
@@ -407,6 +416,13 @@ std::optional<mediation_result> syscall_mediator::handle(mediated_worker& w) {
   case SYS_bind:
     decide_connect_or_bind(w, c, r);
     break;
+  case SYS_umask:
+    // Not decided: only noted, so that the creations stop trusting the
+    // umask read once (mediated_worker::umask).
+    w.umask_changed = true;
+    if (!w.listener->respond_continue(n->id))
+      r.what = mediation_result::outcome::gone;
+    break;
   case SYS_sendto:
   case SYS_sendmsg:
   case SYS_sendmmsg:
@@ -576,7 +592,7 @@ void syscall_mediator::decide_open(mediated_worker& w, call& c, mediation_result
           (flags & ~static_cast<uint64_t>(O_CLOEXEC)) | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC;
       if (!private_fs())
         return fail(ENOMEM);
-      use_umask_of(n.pid);
+      use_umask_of(w, n.pid);
       unique_fd created(::openat(dir.get(), name.c_str(), static_cast<int>(create_flags),
                                  static_cast<mode_t>(mode & 07777)));
       if (!created) {
@@ -737,6 +753,13 @@ platform::notify_spec notify_spec_for(const pol::policy_document& doc) {
     add({"open", "openat", "creat", "openat2"});
     spec.open_writes_only = !any(read_only_perms);
   }
+  // The supervisor creates with the caller's umask, which it reads once per
+  // sandbox and then only again after a umask(2) (continued, only noted).
+  const pol::fs_access makes = perm(pol::fs_perm::make_reg) | perm(pol::fs_perm::make_dir) |
+                               perm(pol::fs_perm::make_fifo) | perm(pol::fs_perm::make_sock) |
+                               perm(pol::fs_perm::make_char) | perm(pol::fs_perm::make_block);
+  if (any(opens) || any(makes))
+    add({"umask"});
   // Calls that change the tree. A rename or a hard link gives an inode a
   // new name, which must not escape any decided rule: they follow every
   // decided permission. The others follow the permission they exercise.

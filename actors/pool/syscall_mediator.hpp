@@ -64,6 +64,12 @@ struct mediated_worker {
   uid_t fsuid = 0; ///< the worker's kernel uid/gid: DAC checks are made as it
   gid_t fsgid = 0;
   bool killed = false; ///< an optimistic check failed: ignore the rest
+  /// The umask every process of the sandbox has, read at the first decided
+  /// creation (-1: not yet). Valid until one of them calls umask(2), which
+  /// the filter lists with the creations: from then on it is read from the
+  /// caller at every creation.
+  int umask = -1;
+  bool umask_changed = false;
 };
 
 /// What the mediator knows of the sandbox besides the policy: enough to
@@ -178,7 +184,7 @@ private:
   /// to a checked directory. False if the kernel refused.
   bool private_fs();
   /// Sets this thread's umask to the caller's (after private_fs()).
-  void use_umask_of(pid_t tid);
+  void use_umask_of(mediated_worker& w, pid_t tid);
   /// Switches this thread's effective ids to the worker's for a socket
   /// operation whose peer sees the caller's credentials, and back.
   bool act_as_worker(const mediated_worker& w);

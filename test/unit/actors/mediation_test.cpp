@@ -6,6 +6,7 @@
 #include <boost/test/unit_test.hpp>
 
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <string>
 #include <utility>
@@ -137,7 +138,7 @@ BOOST_AUTO_TEST_CASE(the_notify_set_follows_the_policy) {
        {"open",      "openat", "creat",  "openat2", "execve",   "execveat",  "unlink",
         "unlinkat",  "rmdir",  "mkdir",  "mkdirat", "mknod",    "mknodat",   "symlink",
         "symlinkat", "link",   "linkat", "rename",  "renameat", "renameat2", "truncate",
-        "connect",   "bind",   "sendto", "sendmsg", "sendmmsg"})
+        "connect",   "bind",   "sendto", "sendmsg", "sendmmsg", "umask"})
     BOOST_TEST(listed(spec, name), name);
 
   // Only a write carve-out: opens that write, what may give a written file
@@ -153,7 +154,7 @@ BOOST_AUTO_TEST_CASE(the_notify_set_follows_the_policy) {
   BOOST_TEST(spec.open_writes_only);
   for (const char* name :
        {"open", "openat", "creat", "openat2", "rename", "renameat", "renameat2", "link", "linkat",
-        "truncate", "connect", "sendto", "sendmsg", "sendmmsg"})
+        "truncate", "connect", "sendto", "sendmsg", "sendmmsg", "umask"})
     BOOST_TEST(listed(spec, name), name);
   for (const char* name :
        {"unlink", "unlinkat", "rmdir", "mkdir", "mkdirat", "mknod", "symlink", "bind", "execve"})
@@ -322,6 +323,25 @@ BOOST_FIXTURE_TEST_CASE(removals_are_performed_by_the_supervisor_or_refused, med
 }
 
 BOOST_FIXTURE_TEST_CASE(creations_get_the_callers_umask_and_owner_or_are_refused, mediated_pool) {
+  // First with the umask the sandbox inherited (read once by the
+  // supervisor), then with umask(2) calls of the probe's own.
+  auto first = run({probe_binary(), "ops", "status-umask", "mkdir:/tmp/first:777",
+                    "mknod:/tmp/first-node", "stat:/tmp/first", "stat:/tmp/first-node"});
+  unsigned inherited = 0;
+  const auto at = first.stdout_data.find("status-umask: umask=");
+  BOOST_REQUIRE_MESSAGE(at != std::string::npos, first.stdout_data);
+  BOOST_REQUIRE(std::sscanf(first.stdout_data.c_str() + at + 20, "%o", &inherited) == 1);
+  char dir_mode[16];
+  char node_mode[16];
+  std::snprintf(dir_mode, sizeof dir_mode, "%o", 0777u & ~inherited);
+  std::snprintf(node_mode, sizeof node_mode, "%o", 0644u & ~inherited);
+  BOOST_TEST(has_line(first.stdout_data, std::string("stat:/tmp/first: uid=1000 type=dir mode=") +
+                                             dir_mode + " size=40"),
+             first.stdout_data);
+  BOOST_TEST(
+      has_line(first.stdout_data, std::string("stat:/tmp/first-node: uid=1000 type=file mode=") +
+                                      node_mode + " size=0"),
+      first.stdout_data);
   auto r = run({probe_binary(),
                 "ops",
                 "umask:022",
