@@ -63,6 +63,8 @@ constexpr uint64_t max_mmsg = 1024;
 constexpr std::size_t max_control = 64 * 1024;
 /// At most this many iovecs (the kernel's UIO_MAXIOV).
 constexpr uint64_t max_iov = 1024;
+/// At most this many descriptors in one message (the kernel's SCM_MAX_FD).
+constexpr std::size_t max_passed_fds = 253;
 /// The shortest sockaddr_in6 the kernel accepts (RFC 2133's, without
 /// sin6_scope_id).
 constexpr socklen_t min_in6_length = 24;
@@ -541,6 +543,10 @@ void syscall_mediator::decide_send(mediated_worker&, call& c, mediation_result& 
       if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS)
         return EOPNOTSUPP;
       const std::size_t count = (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+      // The kernel's own bound (SCM_MAX_FD): each one costs a descriptor of
+      // the supervisor's until the send is done.
+      if (m.fds.size() + count > max_passed_fds)
+        return EINVAL;
       for (std::size_t i = 0; i < count; ++i) {
         int fd = -1;
         std::memcpy(&fd, CMSG_DATA(cm) + i * sizeof(int), sizeof fd);

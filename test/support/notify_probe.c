@@ -327,6 +327,61 @@ static void run_step(const char* step, const char* op, const char* a, const char
     int e = errno;
     close(s);
     errno = e;
+  } else if (strcmp(op, "unix-sendfd") == 0) {
+    /* a pipe's write end to PATH (SCM_RIGHTS); the kept server receives it,
+     * writes through it, and the pipe shows what arrived */
+    struct sockaddr_un un;
+    socklen_t len = unix_address(a, &un);
+    int s = socket(AF_UNIX, SOCK_DGRAM, 0);
+    int p[2];
+    if (pipe(p) == 0) {
+      char control[CMSG_SPACE(sizeof(int))];
+      memset(control, 0, sizeof control);
+      struct iovec iov = {"f", 1};
+      struct msghdr h = {0};
+      h.msg_name = &un;
+      h.msg_namelen = len;
+      h.msg_iov = &iov;
+      h.msg_iovlen = 1;
+      h.msg_control = control;
+      h.msg_controllen = sizeof control;
+      struct cmsghdr* cm = CMSG_FIRSTHDR(&h);
+      cm->cmsg_level = SOL_SOCKET;
+      cm->cmsg_type = SCM_RIGHTS;
+      cm->cmsg_len = CMSG_LEN(sizeof(int));
+      memcpy(CMSG_DATA(cm), &p[1], sizeof(int));
+      rc = sendmsg(s, &h, 0) == 1 ? 0 : -1;
+      int e = errno;
+      close(p[1]);
+      for (int i = 0; rc == 0 && i < kept_count; ++i) {
+        char in[CMSG_SPACE(sizeof(int))];
+        char byte;
+        struct iovec riov = {&byte, 1};
+        struct msghdr r = {0};
+        r.msg_iov = &riov;
+        r.msg_iovlen = 1;
+        r.msg_control = in;
+        r.msg_controllen = sizeof in;
+        if (recvmsg(kept[i], &r, MSG_DONTWAIT) != 1)
+          continue;
+        struct cmsghdr* got = CMSG_FIRSTHDR(&r);
+        int fd = -1;
+        if (got != NULL && got->cmsg_type == SCM_RIGHTS)
+          memcpy(&fd, CMSG_DATA(got), sizeof fd);
+        if (fd >= 0 && write(fd, "via", 3) == 3) {
+          close(fd);
+          char buf[8] = "";
+          ssize_t n = read(p[0], buf, sizeof buf - 1);
+          snprintf(report, sizeof report, "passed fd wrote '%s'", n > 0 ? buf : "");
+        }
+        break;
+      }
+      close(p[0]);
+      errno = e;
+    }
+    int e = errno;
+    close(s);
+    errno = e;
   } else if (strcmp(op, "unix-sendto") == 0 || strcmp(op, "unix-sendmsg") == 0) {
     /* a datagram to PATH; a server kept by unix-dgram-bind reads it */
     struct sockaddr_un un;

@@ -554,6 +554,7 @@ BOOST_FIXTURE_TEST_CASE(pathname_sockets_are_files, mediated_pool) {
                 "unix-dgram-bind:/tmp/dg.sock",
                 "unix-sendto:/tmp/dg.sock",
                 "unix-sendmsg:/tmp/dg.sock",
+                "unix-sendfd:/tmp/dg.sock",
                 "unix-dgram-bind:/tmp/nowrite/dg",
                 "unix-sendto:/tmp/nowrite/dg",
                 "unix-sendmsg:/tmp/nowrite/dg",
@@ -566,6 +567,7 @@ BOOST_FIXTURE_TEST_CASE(pathname_sockets_are_files, mediated_pool) {
                    "stat:/tmp/ok.sock: uid=1000 type=sock mode=755 size=0",
                    "unix-sendto:/tmp/dg.sock: received 'dgram'",
                    "unix-sendmsg:/tmp/dg.sock: received 'dgram'",
+                   "unix-sendfd:/tmp/dg.sock: passed fd wrote 'via'",
                    "unix-sendto:/tmp/nowrite/dg: EACCES", "unix-sendmsg:/tmp/nowrite/dg: EACCES",
                    "unix-connect:/tmp/none.sock: ENOENT", "unix-listen:/tmp/ok.sock: EADDRINUSE"});
   expect_event(r, "syscall_denied", "connect", "/tmp/nowrite/srv", "/fs/rules/15");
