@@ -91,12 +91,24 @@ struct exec_request {
   std::vector<std::string> argv; ///< program and arguments (command mode)
   uint64_t timeout_ms = 0; ///< 0: the pool's default
   std::string pool;        ///< empty: the default pool
+  /// A policy for this request only, as JSON text (docs/policies.md,
+  /// "Request policies"); empty: the pool's. The supervisor validates it and
+  /// runs the request in the pool of that policy, or, in a fork-mode pool
+  /// whose policy it tightens, on that pool with the tightening applied in
+  /// the exec's process.
+  std::string policy;
+  // -- set by the supervisor (whatever a client puts here is replaced) --------
+  /// The TIGHTEN frame's payload (docs/wire.md) the pool sends before the
+  /// code; empty: none.
+  std::string tightening;
+  /// The policy audit records name for this exec; empty: the pool's.
+  std::string policy_name;
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, exec_request& x) {
-  return f(caf::meta::type_name("exec_request"), x.exec_id, x.code, x.argv, x.timeout_ms,
-           x.pool);
+  return f(caf::meta::type_name("exec_request"), x.exec_id, x.code, x.argv, x.timeout_ms, x.pool,
+           x.policy, x.tightening, x.policy_name);
 }
 
 /// Everything castellan knows about one finished exec.

@@ -108,5 +108,8 @@ CAF_BEGIN_TYPE_ID_BLOCK(castellan, caf::first_custom_type_id)
   CAF_ADD_TYPE_ID(castellan, (castellan::syscall_denied))
   CAF_ADD_TYPE_ID(castellan, (castellan::policy_warning))
   CAF_ADD_TYPE_ID(castellan, (castellan::optimistic_violation))
+  // -- request policies (actors/supervisor) -------------------------------------
+  // [messages-policy-pools]
+  CAF_ADD_ATOM(castellan, castellan, pool_idle_atom, "pool_idle")
 
 CAF_END_TYPE_ID_BLOCK(castellan)

@@ -26,6 +26,7 @@ std::optional<message_type> to_message_type(uint8_t raw) noexcept {
   case 0x20:
   case 0x21:
   case 0x22:
+  case 0x23:
     return static_cast<message_type>(raw);
   default:
     return std::nullopt;
@@ -68,6 +69,8 @@ std::string_view to_string(message_type type) noexcept {
     return "COMMAND";
   case message_type::shutdown:
     return "SHUTDOWN";
+  case message_type::tighten:
+    return "TIGHTEN";
   }
   return "UNKNOWN";
 }

@@ -27,6 +27,7 @@ enum class message_type : uint8_t {
   code = 0x20,        ///< sup → worker: Python source to run
   command = 0x21,     ///< sup → worker: argv, NUL-terminated arguments
   shutdown = 0x22,    ///< sup → worker: finish and exit 0
+  tighten = 0x23,     ///< sup → worker: JSON, restrictions for the next CODE's process
 };
 
 /// The type for a byte read off the wire, or nothing if no such type exists.

@@ -29,9 +29,25 @@ outcome<std::string> string_field(const nlohmann::json& obj, const char* key) {
 } // namespace
 
 outcome<void> apply_result_payload(std::string_view payload, exec_result& result) {
+  result_extras ignored;
+  return apply_result_payload(payload, result, ignored);
+}
+
+outcome<void> apply_result_payload(std::string_view payload, exec_result& result,
+                                   result_extras& extras) {
   auto doc = nlohmann::json::parse(payload.begin(), payload.end(), nullptr, false);
   if (doc.is_discarded() || !doc.is_object())
     return logic_failure("RESULT: payload is not a JSON object");
+  if (auto it = doc.find("refused"); it != doc.end()) {
+    if (!it->is_string())
+      return logic_failure("RESULT: refused is not a string");
+    extras.refused = it->get<std::string>();
+  }
+  if (auto it = doc.find("tightening"); it != doc.end()) {
+    if (!it->is_object())
+      return logic_failure("RESULT: tightening is not an object");
+    extras.tightening = it->dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  }
   auto code = doc.find("exit_code");
   if (code == doc.end() || !code->is_number_integer())
     return logic_failure("RESULT: exit_code missing or not an integer");

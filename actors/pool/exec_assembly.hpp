@@ -5,6 +5,7 @@
 /// output appended under the caps, the RESULT payload parsed as hostile JSON.
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -21,5 +22,20 @@ void append_capped(std::string& out, bool& truncated, std::string_view chunk, ui
 /// `result`: exit code, exception and error class. Any deviation from that
 /// shape is a failure naming the field — the worker broke the protocol.
 outcome<void> apply_result_payload(std::string_view payload, exec_result& result);
+
+/// What a RESULT carries beyond the exit code and the exception, for a
+/// request that came with a TIGHTEN frame (docs/wire.md).
+struct result_extras {
+  /// The request was refused before its code ran (its tightening could not
+  /// be applied): why.
+  std::optional<std::string> refused;
+  /// What the exec's process applied, as a JSON object (compact text).
+  std::optional<std::string> tightening;
+};
+
+/// apply_result_payload, also reading `refused` (a string) and `tightening`
+/// (an object) into `extras`; either of the wrong type is a failure.
+outcome<void> apply_result_payload(std::string_view payload, exec_result& result,
+                                   result_extras& extras);
 
 } // namespace castellan

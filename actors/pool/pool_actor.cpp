@@ -18,6 +18,7 @@
 #include <set>
 
 #include <caf/all.hpp>
+#include <nlohmann/json.hpp>
 #include <openssl/evp.h>
 #include <spdlog/spdlog.h>
 
@@ -70,6 +71,9 @@ struct pending_exec {
   uint32_t request_id = 0;
   uint64_t serial = 0; ///< unique per accepted request: what its deadline refers to
   clock_type::time_point deadline;
+  /// What the exec's process applied of the request's tightening (a JSON
+  /// object from its RESULT); empty without one.
+  std::string tightening_report;
 };
 
 struct worker_slot {
@@ -146,8 +150,14 @@ void count(pool_ptr self, const char* metric) {
     self->send(cfg.telemetry, counter_increment{metric, {{"pool", cfg.name}}, 1});
 }
 
+/// The policy an exec ran under, as audit names it: the request's own
+/// (a tightened exec), else the pool's.
+const std::string& policy_of(pool_ptr self, const exec_request& req) {
+  return req.policy_name.empty() ? self->state.cfg.policy_name : req.policy_name;
+}
+
 /// Tells telemetry and audit how an exec ended.
-void observe(pool_ptr self, const exec_result& r) {
+void observe(pool_ptr self, const exec_result& r, const std::string& policy) {
   const auto& cfg = self->state.cfg;
   if (cfg.telemetry)
     self->send(cfg.telemetry,
@@ -156,10 +166,10 @@ void observe(pool_ptr self, const exec_result& r) {
     return;
   for (const auto& e : r.events)
     post_audit(self, cfg.audit, cfg.audit_backlog,
-               security_event{r.exec_id, cfg.name, r.worker_id, cfg.policy_name, e});
+               security_event{r.exec_id, cfg.name, r.worker_id, policy, e});
   post_audit(self, cfg.audit, cfg.audit_backlog,
-             exec_finished{r.exec_id, cfg.name, r.worker_id, cfg.policy_name, r.error,
-                           r.exit_code, r.timing, r.usage, r.detail, now_ns()});
+             exec_finished{r.exec_id, cfg.name, r.worker_id, policy, r.error, r.exit_code, r.timing,
+                           r.usage, r.detail, now_ns()});
 }
 
 void remember_finished(pool_ptr self, uint64_t exec_id) {
@@ -177,7 +187,7 @@ void finish(pool_ptr self, pending_exec& p) {
   if (p.serial != 0 && self->state.events)
     self->state.events->disarm_deadline(p.serial);
   p.result.timing.run_us = micros(clock_type::now() - p.dispatched);
-  observe(self, p.result);
+  observe(self, p.result, policy_of(self, p.req));
   remember_finished(self, p.result.exec_id);
   p.rp.deliver(std::move(p.result));
   ++self->state.completed;
@@ -192,7 +202,7 @@ void refuse(pool_ptr self, pending_exec& p, error_class cls, std::string detail,
   p.result.exit_code = exit_code;
   p.result.detail = std::move(detail);
   p.result.timing.queue_us = micros(clock_type::now() - p.arrived);
-  observe(self, p.result);
+  observe(self, p.result, policy_of(self, p.req));
   remember_finished(self, p.result.exec_id);
   p.rp.deliver(std::move(p.result));
 }
@@ -315,7 +325,14 @@ void start_exec(pool_ptr self, uint64_t id, worker_slot& slot, pending_exec p) {
   // egress: connections the code opens are recorded under this exec.
   slot.ch->set_exec(p.req.exec_id);
   outcome<void> sent;
-  if (p.req.argv.empty()) {
+  if (!p.req.tightening.empty()) {
+    // The child forked for the CODE below applies it before the code runs
+    // (docs/wire.md, TIGHTEN); the exec handler admitted only CODE requests
+    // to a fork-mode pool, and only when both frames fit the ring.
+    sent = slot.ch->send(ipc::message_type::tighten, p.request_id, p.req.tightening);
+    if (sent)
+      sent = slot.ch->send(ipc::message_type::code, p.request_id, p.req.code);
+  } else if (p.req.argv.empty()) {
     sent = slot.ch->send(ipc::message_type::code, p.request_id, p.req.code);
   } else {
     std::string argv;
@@ -335,7 +352,7 @@ void start_exec(pool_ptr self, uint64_t id, worker_slot& slot, pending_exec p) {
   if (const auto& cfg = self->state.cfg; cfg.audit) {
     const bool code_mode = p.req.argv.empty();
     post_audit(self, cfg.audit, cfg.audit_backlog,
-               exec_started{p.req.exec_id, cfg.name, id, cfg.policy_name,
+               exec_started{p.req.exec_id, cfg.name, id, policy_of(self, p.req),
                             code_mode ? sha256_hex(p.req.code) : std::string{},
                             code_mode ? p.req.code.size() : 0, p.req.argv, now_ns()});
   }
@@ -379,12 +396,25 @@ void dispatch(pool_ptr self) {
   }
 }
 
+/// The worker's enforcement report with what the exec's process applied of
+/// its request's tightening under "tightening" (unchanged without one).
+std::string with_tightening(const std::string& enforcement, const std::string& report) {
+  if (report.empty())
+    return enforcement;
+  auto merged = enforcement.empty() ? nlohmann::json::object()
+                                    : nlohmann::json::parse(enforcement, nullptr, false);
+  if (!merged.is_object())
+    merged = nlohmann::json::object();
+  merged["tightening"] = nlohmann::json::parse(report, nullptr, false);
+  return merged.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
 /// A worker finished its exec: back to the idle queue, or retired.
 void complete(pool_ptr self, uint64_t id, worker_slot& slot) {
   slot.ch->set_exec(0);
   auto& r = slot.current->result;
   r.usage = slot.ch->exec_usage();
-  r.enforcement = slot.ch->enforcement();
+  r.enforcement = with_tightening(slot.ch->enforcement(), slot.current->tightening_report);
   // The OOM killer may have taken a process of the exec (the fork-mode
   // child, or one the code started) while the harness lived to report.
   const bool oom = slot.ch->oom_killed();
@@ -454,8 +484,31 @@ outcome<void> on_frame(pool_ptr self, uint64_t id, worker_slot& slot, ipc::frame
       if (!slot.current || f.request_id != slot.current->request_id)
         return logic_failure("RESULT for request " + std::to_string(f.request_id) +
                              " that is not running");
-      if (auto ok = apply_result_payload(f.payload, slot.current->result); !ok)
+      auto& current = *slot.current;
+      result_extras extras;
+      if (auto ok = apply_result_payload(f.payload, current.result, extras); !ok)
         return ok;
+      const bool narrowed = !current.req.tightening.empty();
+      if (extras.refused && !narrowed)
+        return logic_failure("RESULT refuses a request that came without a tightening");
+      if (extras.tightening && !narrowed)
+        return logic_failure("RESULT reports a tightening the request did not have");
+      if (narrowed && !extras.refused && !extras.tightening)
+        // The code ran and nothing says it ran narrowed: a harness that
+        // does not apply TIGHTEN frames. Fail closed: this worker goes.
+        return logic_failure("RESULT of a tightened request does not confirm the tightening");
+      if (extras.refused) {
+        // Like a layer a new worker cannot apply: the request is not run
+        // with less than it asked for.
+        current.result.error = error_class::worker_lost;
+        current.result.has_exception = false;
+        current.result.detail = "request policy '" + policy_of(self, current.req) +
+                                "' could not be applied to the exec's process, so its code "
+                                "did not run: " +
+                                *extras.refused;
+      }
+      if (extras.tightening)
+        current.tightening_report = std::move(*extras.tightening);
       complete(self, id, slot);
       return {};
     }
@@ -608,9 +661,11 @@ void on_policy_event(pool_ptr self, uint64_t id, policy_event ev) {
     return;
   }
   if (st.cfg.audit)
-    post_audit(self, st.cfg.audit, st.cfg.audit_backlog,
-               security_event{running ? it->second.current->result.exec_id : 0, st.cfg.name, id,
-                              st.cfg.policy_name, std::move(ev)});
+    post_audit(
+        self, st.cfg.audit, st.cfg.audit_backlog,
+        security_event{running ? it->second.current->result.exec_id : 0, st.cfg.name, id,
+                       running ? policy_of(self, it->second.current->req) : st.cfg.policy_name,
+                       std::move(ev)});
 }
 
 void on_optimistic_violation(pool_ptr self, optimistic_violation& v) {
@@ -687,6 +742,15 @@ pool_actor::behavior_type pool_impl(pool_ptr self, pool_config cfg) {
       auto& s = self->state;
       if (req.code.empty() && req.argv.empty())
         return make_error(castellan_errc::invalid_request, "exec: neither code nor argv given");
+      // Only a process forked for the exec can be narrowed (a reuse-mode
+      // interpreter would keep the restrictions), and command mode runs no
+      // such process. (Checked before the response promise exists: an error
+      // returned after it would never reach the requester.)
+      if (!req.tightening.empty() && (s.cfg.mode != exec_mode::fork || !req.argv.empty()))
+        return make_error(castellan_errc::invalid_request,
+                          "exec: pool " + s.cfg.name +
+                              " can narrow only code requests in fork mode (it runs " +
+                              to_string(s.cfg.mode) + ")");
       pending_exec p;
       p.rp = self->make_response_promise<exec_result>();
       p.arrived = clock_type::now();
@@ -698,6 +762,16 @@ pool_actor::behavior_type pool_impl(pool_ptr self, pool_config cfg) {
                "code is " + std::to_string(req.code.size()) + " bytes; the limit is " +
                  std::to_string(s.cfg.code_limit));
         return p.rp;
+      }
+      if (!req.tightening.empty()) {
+        // Both frames go into the ring back to back.
+        const uint64_t frames = 2 * (4 + 5) + req.tightening.size() + req.code.size();
+        if (frames > s.cfg.ring_capacity) {
+          refuse(self, p, error_class::limit_exceeded,
+                 "code and tightening are " + std::to_string(frames) +
+                     " bytes on the wire; the ring holds " + std::to_string(s.cfg.ring_capacity));
+          return p.rp;
+        }
       }
       if (s.shutting_down) {
         refuse(self, p, error_class::worker_lost, "pool " + s.cfg.name + " is shutting down");

@@ -24,9 +24,9 @@ std::string base_of(const std::string& path) {
   return pos == std::string::npos ? path : path.substr(pos + 1);
 }
 
-/// Paths the default root already provides (or deliberately curates): a
-/// policy rule there changes Landlock rights, not the mounts.
-bool under_default_root(const std::string& path) {
+} // namespace
+
+bool in_default_root(const std::string& path) {
   for (const char* top : {"/usr", "/lib", "/lib32", "/lib64", "/libx32", "/bin", "/sbin",
                           "/etc", "/dev", "/proc", "/tmp", "/sys", "/"}) {
     const std::string t = top;
@@ -35,6 +35,8 @@ bool under_default_root(const std::string& path) {
   }
   return false;
 }
+
+namespace {
 
 bool has_glob(const std::string& p) {
   return p.find_first_of("*?[") != std::string::npos;
@@ -100,7 +102,7 @@ outcome<void> apply_policy(const policy::policy_document& doc, pool_config& cfg)
 
   // fs: allow rules outside the default root become binds with their rights.
   for (const auto& rule : doc.fs_rules) {
-    if (rule.verdict == policy::action::deny || under_default_root(rule.path))
+    if (rule.verdict == policy::action::deny || in_default_root(rule.path))
       continue;
     const uint64_t writes = platform::landlock_fs::write_file | platform::landlock_fs::make_reg |
                             platform::landlock_fs::make_dir | platform::landlock_fs::remove_file |

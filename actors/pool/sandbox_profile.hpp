@@ -78,6 +78,11 @@ outcome<void> apply_policy(const policy::policy_document& doc, pool_config& cfg)
 /// a policy gets the egress relay (actors/proxy); any other keeps loopback only.
 bool allows_network(const policy::policy_document& doc);
 
+/// True when an fs rule on `path` (a pattern) is inside what the default
+/// root already provides (/usr, /etc, /tmp, /dev, … or "/" itself): such a
+/// rule changes Landlock rights, it never binds a host path.
+bool in_default_root(const std::string& path);
+
 /// The harness's path inside the sandbox.
 std::string sandboxed_harness_path(const std::string& harness);
 

@@ -9,14 +9,34 @@
 #include <caf/all.hpp>
 #include <spdlog/spdlog.h>
 
+#include "actors/pool/policy_tightening.hpp"
+#include "actors/telemetry/metric_names.hpp"
+
 namespace castellan {
 
 namespace {
+
+using clock_type = std::chrono::steady_clock;
 
 struct pool_entry {
   pool_config cfg;
   pool_actor handle;
   uint32_t restarts = 0;
+  // -- pools of request policies ----------------------------------------------
+  bool for_policy = false; ///< started for a request policy (not configured)
+  std::string policy_hash;
+  uint32_t in_flight = 0;  ///< execs routed to it and not answered (running or queued)
+  uint64_t generation = 0; ///< bumped on every exec routed to it
+  clock_type::time_point last_used;
+  /// Which start of the pool this is: an answer from an earlier one (a
+  /// policy pool that crashed and was started again) is not counted here.
+  uint64_t instance = 0;
+};
+
+/// An exec routed and not yet answered.
+struct routed_exec {
+  std::string pool;
+  uint64_t instance = 0; ///< pool_entry::instance it was routed to
 };
 
 struct supervisor_state {
@@ -28,10 +48,18 @@ struct supervisor_state {
   telemetry_actor telemetry;
   audit_actor audit; ///< null when nothing is audited
   proxy_actor proxy; ///< null when no pool allows network
+  std::shared_ptr<audit_pressure> pressure;
+  proxy::egress_limits egress;
   uint64_t next_exec_id = 1;
+  uint64_t next_instance = 1;
+  // -- request policies ----------------------------------------------------------
+  policy_pool_config policy_cfg;
+  pool_config policy_template; ///< the default pool without its policy
+  std::unique_ptr<request_policy_cache> policy_cache;
+  std::map<std::string, std::string> policy_pools; ///< policy hash → pool name
   /// Execs routed and not yet answered: exec id → pool name, so that a
   /// cancel goes to the one pool that has the exec.
-  std::map<uint64_t, std::string> in_flight;
+  std::map<uint64_t, routed_exec> in_flight;
   /// Recently answered exec ids (bounded), for "already finished" answers.
   std::set<uint64_t> finished;
   std::deque<uint64_t> finished_order;
@@ -42,9 +70,19 @@ using supervisor_ptr = supervisor_actor::stateful_pointer<supervisor_state>;
 
 /// Spawns (or respawns) the pool `name` and monitors it.
 bool start_pool(supervisor_ptr self, pool_entry& entry) {
+  auto& st = self->state;
   entry.cfg.listener = caf::actor_cast<worker_state_listener>(self);
-  entry.cfg.telemetry = self->state.telemetry;
-  entry.cfg.audit = self->state.audit;
+  entry.cfg.telemetry = st.telemetry;
+  entry.cfg.audit = st.audit;
+  entry.cfg.audit_backlog = st.pressure;
+  if (entry.cfg.egress_policy) {
+    // A request policy's pool may be the first to need the proxy.
+    if (!st.proxy)
+      st.proxy = spawn_proxy(self->system(),
+                             proxy_config{st.egress, st.audit, st.pressure, st.telemetry});
+    entry.cfg.proxy = st.proxy;
+  }
+  entry.instance = st.next_instance++;
   auto pool = spawn_pool(self->system(), entry.cfg);
   if (!pool) {
     spdlog::error("supervisor: {}", pool.error().describe());
@@ -63,9 +101,18 @@ void on_down(supervisor_ptr self, const caf::down_msg& msg) {
              subs.end());
   if (st.shutting_down)
     return;
-  for (auto& [name, entry] : st.pools) {
+  for (auto it = st.pools.begin(); it != st.pools.end(); ++it) {
+    auto& [name, entry] = *it;
     if (entry.handle.address() != msg.source)
       continue;
+    if (entry.for_policy) {
+      // Started on demand: the next request of its policy starts another.
+      spdlog::error("supervisor: policy pool {} went down ({})", name,
+                    caf::to_string(msg.reason));
+      st.policy_pools.erase(entry.policy_hash);
+      st.pools.erase(it);
+      return;
+    }
     // A pool only quits on shutdown; anything else is a crash: restart it.
     ++entry.restarts;
     spdlog::error("supervisor: pool {} went down ({}); restart #{}", name,
@@ -78,8 +125,54 @@ void on_down(supervisor_ptr self, const caf::down_msg& msg) {
 /// How many answered exec ids the supervisor remembers for cancel answers.
 constexpr std::size_t finished_ids_kept = 4096;
 
+void count(supervisor_ptr self, const char* metric, std::map<std::string, std::string> labels) {
+  if (self->state.telemetry)
+    self->send(self->state.telemetry, counter_increment{metric, std::move(labels), 1});
+}
+
+/// Stops the policy pool `name` (idle: nothing routed to it is unanswered).
+void stop_policy_pool(supervisor_ptr self, const std::string& name, const char* reason) {
+  auto& st = self->state;
+  auto it = st.pools.find(name);
+  if (it == st.pools.end() || !it->second.for_policy)
+    return;
+  spdlog::debug("supervisor: stopping policy pool {} ({})", name, reason);
+  if (it->second.handle) {
+    self->demonitor(it->second.handle.address());
+    self->send(it->second.handle, shutdown_atom::value);
+  }
+  st.policy_pools.erase(it->second.policy_hash);
+  st.pools.erase(it);
+  count(self, metric_names::policy_pools_stopped, {{"reason", reason}});
+}
+
+/// Execs routed to `name` (its start `instance`): one more (when `delta`
+/// is 1) or one fewer; a policy pool left with none is checked again after
+/// the idle timeout.
+void track(supervisor_ptr self, const std::string& name, uint64_t instance, int delta) {
+  auto& st = self->state;
+  auto it = st.pools.find(name);
+  if (it == st.pools.end() || it->second.instance != instance)
+    return;
+  auto& e = it->second;
+  if (delta > 0) {
+    ++e.in_flight;
+    ++e.generation;
+    e.last_used = clock_type::now();
+    return;
+  }
+  if (e.in_flight > 0)
+    --e.in_flight;
+  e.last_used = clock_type::now();
+  if (e.for_policy && e.in_flight == 0)
+    self->delayed_send(self, std::chrono::milliseconds(st.policy_cfg.idle_timeout_ms),
+                       pool_idle_atom::value, name, e.generation);
+}
+
 void forget_exec(supervisor_ptr self, uint64_t exec_id) {
   auto& st = self->state;
+  if (auto it = st.in_flight.find(exec_id); it != st.in_flight.end())
+    track(self, it->second.pool, it->second.instance, -1);
   st.in_flight.erase(exec_id);
   if (!st.finished.insert(exec_id).second)
     return;
@@ -98,16 +191,124 @@ struct observers {
   proxy_actor proxy;
 };
 
+/// Where a request with a request policy goes.
+struct policy_destination {
+  std::string pool; ///< empty: none (see `busy`)
+  std::string busy; ///< why it cannot run now (answered `busy`)
+};
+
+/// The pool of policy `rp`, started when there is none. At the cap the
+/// least recently used idle policy pool makes room; with none idle the
+/// answer is busy.
+caf::expected<policy_destination> policy_pool_for(supervisor_ptr self, const request_policy& rp) {
+  auto& st = self->state;
+  if (auto it = st.policy_pools.find(rp.hash); it != st.policy_pools.end())
+    return policy_destination{it->second, {}};
+  const uint32_t cap = st.policy_cfg.max_pools;
+  if (cap == 0)
+    return policy_destination{{}, "request policy " + rp.name +
+                                    " needs a pool of its own and the supervisor starts none "
+                                    "(policy_pools.max_pools is 0)"};
+  if (st.policy_pools.size() >= cap) {
+    const pool_entry* lru = nullptr;
+    std::string lru_name;
+    for (const auto& [name, entry] : st.pools)
+      if (entry.for_policy && entry.in_flight == 0 && (!lru || entry.last_used < lru->last_used)) {
+        lru = &entry;
+        lru_name = name;
+      }
+    if (!lru)
+      return policy_destination{{}, "all " + std::to_string(cap) +
+                                      " policy pools (policy_pools.max_pools) are running or queueing "
+                                      "execs; none is idle to make room for request policy " +
+                                      rp.name};
+    stop_policy_pool(self, lru_name, "lru");
+  }
+  // The name carries the hash's first 12 hex digits; another hash with the
+  // same prefix (never seen in practice) gets a longer one.
+  std::string name = rp.name;
+  for (std::size_t n = 13; st.pools.count(name) != 0 && n <= rp.hash.size(); ++n)
+    name = "policy-" + rp.hash.substr(0, n);
+  auto& entry = st.pools[name];
+  entry.cfg = rp.pool;
+  entry.cfg.name = name;
+  entry.for_policy = true;
+  entry.policy_hash = rp.hash;
+  entry.last_used = clock_type::now();
+  if (!start_pool(self, entry)) {
+    st.pools.erase(name);
+    return make_error(castellan_errc::spawn_failed,
+                      "exec: the pool of request policy " + rp.name + " could not be started");
+  }
+  st.policy_pools[rp.hash] = name;
+  spdlog::debug("supervisor: started pool {} for a request policy", name);
+  count(self, metric_names::policy_pools_started, {});
+  return policy_destination{name, {}};
+}
+
+/// Validates the request's policy and decides where it runs: on `target`
+/// as it is (same enforcement), on `target` narrowed (a fork-mode pool whose
+/// policy it tightens), or in a pool of its own. Sets the request's
+/// tightening, policy name and (unless given) timeout accordingly.
+caf::expected<policy_destination> route_request_policy(supervisor_ptr self, exec_request& req,
+                                                       const std::string& target) {
+  auto& st = self->state;
+  auto resolved = st.policy_cache->resolve(req.policy, st.policy_template, st.policy_cfg);
+  if (!resolved)
+    return make_error(castellan_errc::policy_invalid,
+                      "exec: invalid request policy:\n" + resolved.error().describe());
+  auto& rp = **resolved;
+  req.policy_name = rp.name;
+  const auto& pool = st.pools[target];
+  if (!pool.for_policy && req.argv.empty()) {
+    auto known = rp.routes.find(target);
+    if (known == rp.routes.end()) {
+      policy_route r;
+      if (auto same = same_enforcement(pool.cfg, rp.pool); same) {
+        r.how = policy_route::kind::same;
+      } else if (auto fit = narrows(pool.cfg, rp.pool); !fit) {
+        r.why = "not the same as pool " + target + "'s (" + same.why_not +
+                ") nor narrower (" + fit.why_not + ")";
+      } else if (auto payload = make_tightening(pool.cfg, rp.pool, rp.name); !payload) {
+        r.why = payload.error().describe();
+        spdlog::error("supervisor: {}", r.why);
+      } else {
+        r.how = policy_route::kind::narrowed;
+        r.tightening = std::move(*payload);
+      }
+      known = rp.routes.emplace(target, std::move(r)).first;
+    }
+    const auto& route = known->second;
+    if (route.how != policy_route::kind::own_pool) {
+      // The request policy's timeout is this exec's deadline.
+      if (req.timeout_ms == 0)
+        req.timeout_ms = rp.pool.default_timeout_ms;
+      const bool narrowed = route.how == policy_route::kind::narrowed;
+      if (narrowed)
+        req.tightening = route.tightening;
+      count(self, metric_names::request_policy_execs, {{"route", narrowed ? "narrowed" : "same"}});
+      return policy_destination{target, {}};
+    }
+    spdlog::debug("supervisor: {} runs in its own pool: {}", rp.name, route.why);
+  }
+  auto dest = policy_pool_for(self, rp);
+  if (dest && !dest->pool.empty())
+    count(self, metric_names::request_policy_execs, {{"route", "policy_pool"}});
+  return dest;
+}
+
 supervisor_actor::behavior_type supervisor_impl(supervisor_ptr self, supervisor_config cfg,
                                                 observers obs) {
   auto& st = self->state;
   st.telemetry = obs.telemetry;
   st.audit = obs.audit;
   st.proxy = obs.proxy;
+  st.pressure = obs.pressure;
+  st.egress = cfg.egress;
+  st.policy_cfg = cfg.policy_pools;
+  st.policy_template = policy_pool_template(cfg.pools.front(), st.policy_cfg);
+  st.policy_cache = std::make_unique<request_policy_cache>(st.policy_cfg.cache_size);
   for (auto& pc : cfg.pools) {
-    pc.audit_backlog = obs.pressure;
-    if (pc.egress_policy)
-      pc.proxy = obs.proxy;
     st.order.push_back(pc.name);
     auto& entry = st.pools[pc.name];
     entry.cfg = std::move(pc);
@@ -117,11 +318,23 @@ supervisor_actor::behavior_type supervisor_impl(supervisor_ptr self, supervisor_
   return {
     [=](exec_atom, exec_request& req) -> caf::result<exec_result> {
       auto& s = self->state;
-      const std::string& name = req.pool.empty() ? s.order.front() : req.pool;
+      // Only the supervisor narrows a request or names its policy.
+      req.tightening.clear();
+      req.policy_name.clear();
+      std::string name = req.pool.empty() ? s.order.front() : req.pool;
       auto it = s.pools.find(name);
       if (it == s.pools.end())
         return make_error(castellan_errc::no_such_pool, "exec: no pool named '" + name + "'");
-      if (!it->second.handle)
+      std::string busy;
+      if (!req.policy.empty()) {
+        auto dest = route_request_policy(self, req, name);
+        if (!dest)
+          return std::move(dest.error());
+        busy = std::move(dest->busy);
+        name = std::move(dest->pool);
+        it = s.pools.find(name);
+      }
+      if (busy.empty() && (it == s.pools.end() || !it->second.handle))
         return make_error(castellan_errc::spawn_failed, "exec: pool '" + name + "' is down");
       if (req.exec_id == 0) {
         // Skip ids a client chose itself that are still running.
@@ -133,7 +346,16 @@ supervisor_actor::behavior_type supervisor_impl(supervisor_ptr self, supervisor_
                           "exec: exec_id " + std::to_string(req.exec_id) + " is already running");
       }
       const uint64_t exec_id = req.exec_id;
-      s.in_flight.emplace(exec_id, name);
+      if (!busy.empty()) {
+        exec_result r;
+        r.exec_id = exec_id;
+        r.error = error_class::busy;
+        r.exit_code = 1;
+        r.detail = std::move(busy);
+        return r;
+      }
+      s.in_flight.emplace(exec_id, routed_exec{name, it->second.instance});
+      track(self, name, it->second.instance, +1);
       // Not a delegate: the supervisor has to see the answer to know the
       // exec is no longer in flight (the cancel route).
       auto rp = self->make_response_promise<exec_result>();
@@ -161,13 +383,14 @@ supervisor_actor::behavior_type supervisor_impl(supervisor_ptr self, supervisor_
                        (done ? " had already finished" : " is not known to the supervisor");
         return reply;
       }
-      auto pool = s.pools.find(it->second);
+      auto pool = s.pools.find(it->second.pool);
       if (pool == s.pools.end() || !pool->second.handle) {
         cancel_reply reply;
         reply.exec_id = exec_id;
-        reply.pool = it->second;
+        reply.pool = it->second.pool;
         reply.outcome = cancel_outcome::unknown;
-        reply.detail = "pool '" + it->second + "' of exec " + std::to_string(exec_id) + " is down";
+        reply.detail =
+          "pool '" + it->second.pool + "' of exec " + std::to_string(exec_id) + " is down";
         return reply;
       }
       return self->delegate(pool->second.handle, cancel_atom::value, exec_id);
@@ -176,9 +399,10 @@ supervisor_actor::behavior_type supervisor_impl(supervisor_ptr self, supervisor_
       auto& s = self->state;
       auto rp = self->make_response_promise<std::vector<pool_status>>();
       auto acc = std::make_shared<std::vector<pool_status>>();
-      auto remaining = std::make_shared<size_t>(s.order.size());
-      for (const auto& name : s.order) {
-        const auto& entry = s.pools[name];
+      auto remaining = std::make_shared<size_t>(s.pools.size());
+      for (const auto& kv : s.pools) {
+        const std::string& name = kv.first;
+        const pool_entry& entry = kv.second;
         auto done = [rp, acc, remaining]() mutable {
           if (--*remaining == 0) {
             std::sort(acc->begin(), acc->end(),
@@ -270,6 +494,15 @@ supervisor_actor::behavior_type supervisor_impl(supervisor_ptr self, supervisor_
       self->request(s.audit, std::chrono::seconds(30), audit_flush_atom::value)
         .then([=](audit_stats&) { stop(); }, [=](caf::error&) { stop(); });
     },
+    [=](pool_idle_atom, const std::string& name, uint64_t generation) {
+      auto& s = self->state;
+      auto it = s.pools.find(name);
+      // Used since (another generation), busy, or gone already: not idle.
+      if (s.shutting_down || it == s.pools.end() || !it->second.for_policy ||
+          it->second.in_flight != 0 || it->second.generation != generation)
+        return;
+      stop_policy_pool(self, name, "idle");
+    },
   };
 }
 
@@ -289,6 +522,14 @@ outcome<supervisor_actor> spawn_supervisor(caf::actor_system& sys, supervisor_co
       return resolved.error().wrap("supervisor");
     pc = std::move(*resolved);
   }
+  for (const auto& root : cfg.policy_pools.bindable_paths)
+    if (root.empty() || root.front() != '/' || (root.size() > 1 && root.back() == '/') ||
+        root.find("/./") != std::string::npos || root.find("/../") != std::string::npos ||
+        root.find("//") != std::string::npos || root.find_first_of("*?[") != std::string::npos)
+      return logic_failure("supervisor: policy_pools.bindable_paths: '" + root +
+                           "' is not a normalised absolute path without globs");
+  if (cfg.policy_pools.idle_timeout_ms == 0)
+    return logic_failure("supervisor: policy_pools.idle_timeout_ms must be at least 1");
   observers obs;
   obs.telemetry = spawn_telemetry(sys);
   if (cfg.audit) {

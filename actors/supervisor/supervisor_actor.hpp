@@ -17,13 +17,15 @@
 #include "actors/audit/audit_actor.hpp"
 #include "actors/pool/pool_actor.hpp"
 #include "actors/proxy/proxy_actor.hpp"
+#include "actors/supervisor/request_policy.hpp"
 #include "actors/telemetry/telemetry_actor.hpp"
 #include "ipc/result.hpp"
 
 namespace castellan {
 
 using supervisor_actor = caf::typed_actor<
-  // Runs a request on the pool it names (the first pool when it names none).
+  // Runs a request on the pool it names (the first pool when it names none),
+  // or, with a request policy, where that policy is enforced.
   caf::replies_to<exec_atom, exec_request>::with<exec_result>,
   // Cancels a running or queued exec on the pool that has it; a no-op answer
   // (already_finished / unknown) otherwise, never an error.
@@ -45,7 +47,10 @@ using supervisor_actor = caf::typed_actor<
   // Waits until every audit record so far is written (and synced).
   caf::replies_to<audit_flush_atom>::with<audit_stats>,
   // Stop every pool, flush the audit log and quit.
-  caf::reacts_to<shutdown_atom>>;
+  caf::reacts_to<shutdown_atom>,
+  // From the supervisor itself: the policy pool `name` may have been idle
+  // since its use number `generation` (stopped if so).
+  caf::reacts_to<pool_idle_atom, std::string, uint64_t>>;
 
 struct supervisor_config {
   /// The pools to run; the first one is the default route. Names must be
@@ -57,6 +62,10 @@ struct supervisor_config {
   /// policy (its policy allows network); its pools' workers then reach it
   /// through their egress relay.
   proxy::egress_limits egress;
+  /// Requests that bring their own policy (`exec_request::policy`): what
+  /// such a policy may ask for, and the pools started for them from the
+  /// default pool's settings (docs/policies.md, "Request policies").
+  policy_pool_config policy_pools;
 };
 
 /// Checks the configuration (and each pool's files) and spawns the supervisor

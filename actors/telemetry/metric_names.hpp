@@ -28,5 +28,8 @@ inline constexpr const char* audit_dropped = "castellan_audit_dropped_total";
 inline constexpr const char* refused = "castellan_telemetry_refused_total";
 inline constexpr const char* egress_connections = "castellan_egress_connections_total";
 inline constexpr const char* egress_bytes = "castellan_egress_bytes_total";
+inline constexpr const char* request_policy_execs = "castellan_request_policy_execs_total";
+inline constexpr const char* policy_pools_started = "castellan_policy_pools_started_total";
+inline constexpr const char* policy_pools_stopped = "castellan_policy_pools_stopped_total";
 
 } // namespace castellan::metric_names

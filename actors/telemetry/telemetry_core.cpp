@@ -92,6 +92,11 @@ telemetry_core::telemetry_core(size_t max_series_per_family) : reg_(max_series_p
       {mn::audit_records, metric_type::counter, "Audit records written, by kind."},
       {mn::audit_dropped, metric_type::counter,
        "Audit records a sink could not take (slow subscriber, stalled disk), by sink."},
+      {mn::request_policy_execs, metric_type::counter,
+       "Execs that came with a request policy, by route (same, narrowed, policy_pool)."},
+      {mn::policy_pools_started, metric_type::counter, "Pools started for request policies."},
+      {mn::policy_pools_stopped, metric_type::counter,
+       "Pools of request policies stopped, by reason (idle, lru)."},
   };
   for (const auto& d : catalogue)
     reg_.declare(d.name, d.type, d.help);

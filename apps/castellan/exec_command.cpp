@@ -35,6 +35,7 @@ struct exec_options {
   std::string python = "/usr/bin/python3";
   bool worker_stderr = false;
   std::string policy;               ///< empty: policies/default.json
+  std::string request_policy;       ///< a policy for this request only (exec_request::policy)
   std::string isolation = "sandbox"; ///< "sandbox" or "none"
   std::string mode = "reuse";       ///< "reuse" or "fork" (pool_config::mode)
   std::string audit_log;            ///< write this run's audit records here
@@ -57,6 +58,10 @@ void add_common_flags(CLI::App* cmd, exec_options& o) {
                   "Append this run's audit records (JSON lines) to FILE");
   cmd->add_option("--policy", o.policy,
                   "The policy file the workers run under (default: policies/default.json)");
+  cmd->add_option("--request-policy", o.request_policy,
+                  "A policy for this request only, on top of the pool's (--policy): a stricter "
+                  "one runs on the warm workers in fork mode, narrowed in the exec's process; "
+                  "any other in a pool of its own");
   cmd->add_option("--isolation", o.isolation,
                   "sandbox (default: namespaces, Landlock, seccomp, cgroups) or none "
                   "(plain processes, for development)")
@@ -142,6 +147,23 @@ int run_request(const exec_options& o, exec_request req) {
       std::cerr << "castellan: " << ok.error().describe() << "\n";
       return usage_exit_code;
     }
+  }
+  if (!o.request_policy.empty()) {
+    // Resolved here, with its `extends` (names and paths) like --policy, and
+    // sent as the merged policy's JSON: the request carries everything and
+    // the supervisor reads no file of the client's.
+    auto doc = policy::load_policy(o.request_policy, policies_dir);
+    if (!doc) {
+      std::cerr << "castellan: invalid request policy: " << doc.to_failure().describe() << "\n";
+      return usage_exit_code;
+    }
+    req.policy = policy::to_json(*doc).dump();
+    // The user of the CLI is also its operator: the request policy may bind
+    // what --policy could, and allow network.
+    sc.policy_pools.policy_dir = policies_dir;
+    sc.policy_pools.bindable_paths = {"/"};
+    sc.policy_pools.allow_network = true;
+    sc.policy_pools.max_pools = 1;
   }
   if (o.isolation == "none")
     pc.isolation = platform::isolation_mode::none;

@@ -78,9 +78,21 @@ int highest_known_syscall() {
 
 enum class verdict : uint8_t { deny, kill };
 
-/// libseccomp's program for `ctx`, read back from the memfd it is exported to
-/// (libseccomp 2.5 exports to a file descriptor only).
-outcome<std::vector<sock_filter>> export_program(scmp_filter_ctx ctx) {
+
+failure scmp_failure(const std::string& what, int rc) { return errno_failure(what, -rc); }
+
+} // namespace
+
+const std::vector<std::string>& anti_escape_syscalls() {
+  static const std::vector<std::string> all = [] {
+    std::vector<std::string> v = plain_denials;
+    v.insert(v.end(), {"clone", "clone3", "personality", "ioctl"});
+    return v;
+  }();
+  return all;
+}
+
+outcome<std::vector<sock_filter>> export_bpf(void* ctx) {
   unique_fd fd(::memfd_create("castellan-seccomp-bpf", MFD_CLOEXEC));
   if (!fd)
     return errno_failure("seccomp: memfd_create for the exported program");
@@ -105,19 +117,6 @@ outcome<std::vector<sock_filter>> export_program(scmp_filter_ctx ctx) {
     done += static_cast<std::size_t>(n);
   }
   return prog;
-}
-
-failure scmp_failure(const std::string& what, int rc) { return errno_failure(what, -rc); }
-
-} // namespace
-
-const std::vector<std::string>& anti_escape_syscalls() {
-  static const std::vector<std::string> all = [] {
-    std::vector<std::string> v = plain_denials;
-    v.insert(v.end(), {"clone", "clone3", "personality", "ioctl"});
-    return v;
-  }();
-  return all;
 }
 
 outcome<compiled_seccomp> compile_seccomp(const seccomp_spec& spec) {
@@ -245,7 +244,7 @@ outcome<compiled_seccomp> compile_seccomp(const seccomp_spec& spec) {
   prog.push_back({ret, 0, 0, SECCOMP_RET_ALLOW});
   out.guard = std::move(prog);
 
-  auto rules_prog = export_program(ctx.get());
+  auto rules_prog = export_bpf(ctx.get());
   if (!rules_prog)
     return rules_prog.error();
   out.rules = std::move(*rules_prog);

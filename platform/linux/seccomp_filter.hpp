@@ -56,6 +56,10 @@ struct compiled_seccomp {
 /// The anti-escape set (names; some are argument-filtered, see `arguments`).
 const std::vector<std::string>& anti_escape_syscalls();
 
+/// The BPF program of a libseccomp filter context (`scmp_filter_ctx`),
+/// exported to memory (libseccomp 2.5 exports to a file descriptor only).
+outcome<std::vector<sock_filter>> export_bpf(void* seccomp_ctx);
+
 /// Compiles `spec` (which must be enabled). An unknown name in the spec is
 /// an error.
 outcome<compiled_seccomp> compile_seccomp(const seccomp_spec& spec);

@@ -1,8 +1,10 @@
 #include <boost/test/unit_test.hpp>
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 
 #include <nlohmann/json.hpp>
@@ -195,6 +197,67 @@ BOOST_AUTO_TEST_CASE(json_lists_decided_path_and_network_calls) {
     BOOST_TEST(j["events"][i]["target"] == expected[i][1]);
     BOOST_TEST(j["events"][i]["rule"] == expected[i][2]);
   }
+}
+
+BOOST_AUTO_TEST_CASE(a_request_policy_is_narrowed_in_fork_mode_or_gets_its_own_pool) {
+  // Two host directories outside the default root; the pool's policy
+  // grants reading the first.
+  char tmpl[] = "/var/tmp/castellan-cli-reqpol-XXXXXX";
+  const char* base = ::mkdtemp(tmpl);
+  BOOST_REQUIRE(base != nullptr);
+  const std::string dir = base;
+  ::chmod(base, 0755);
+  for (const char* name : {"a", "b"}) {
+    const std::string sub = dir + "/" + name;
+    ::mkdir(sub.c_str(), 0755);
+    std::ofstream(sub + "/secret.txt") << "secret " << name;
+    ::chmod((sub + "/secret.txt").c_str(), 0644);
+  }
+  auto write = [&](const std::string& name, const nlohmann::json& doc) {
+    const std::string path = dir + "/" + name;
+    std::ofstream(path) << doc.dump(2);
+    return path;
+  };
+  auto grant = [&](std::vector<std::string> subs) {
+    nlohmann::json rules = nlohmann::json::array();
+    for (const auto& s : subs)
+      rules.push_back(
+          {{"action", "allow"}, {"path", dir + "/" + s}, {"perms", {"read_file", "read_dir"}}});
+    return nlohmann::json{{"version", 1}, {"extends", {"default"}}, {"fs", {{"rules", rules}}}};
+  };
+  const std::string pool = write("pool.json", grant({"a"}));
+  const std::string stricter = write("stricter.json", {{"version", 1}, {"extends", {"default"}}});
+  const std::string looser = write("looser.json", grant({"a", "b"}));
+  const std::string invalid = write("invalid.json", {{"version", 1}, {"limits", {{"pids", 0}}}});
+  auto reading = [&](const std::string& sub) {
+    return "try:\n    print(open('" + dir + "/" + sub +
+           "/secret.txt').read())\nexcept OSError as e:\n    print('denied', e.errno)\n";
+  };
+
+  auto plain = cli({"exec", "--json", "--mode", "fork", "--policy", pool, reading("a")});
+  BOOST_REQUIRE_MESSAGE(plain.exit_code == 0, plain.out + plain.err);
+  BOOST_TEST(nlohmann::json::parse(plain.out)["stdout"] == "secret a\n");
+
+  auto narrowed = cli({"exec", "--json", "--mode", "fork", "--policy", pool, "--request-policy",
+                       stricter, reading("a")});
+  BOOST_REQUIRE_MESSAGE(narrowed.exit_code == 0, narrowed.out + narrowed.err);
+  auto j = nlohmann::json::parse(narrowed.out);
+  BOOST_TEST(j["stdout"] == "denied 13\n");
+  BOOST_TEST(j["enforcement"]["tightening"]["landlock"]["enforced"] == true);
+
+  auto own = cli({"exec", "--json", "--mode", "fork", "--policy", pool, "--request-policy", looser,
+                  reading("b")});
+  BOOST_REQUIRE_MESSAGE(own.exit_code == 0, own.out + own.err);
+  auto k = nlohmann::json::parse(own.out);
+  BOOST_TEST(k["stdout"] == "secret b\n");
+  BOOST_TEST(!k["enforcement"].contains("tightening"));
+
+  auto bad = cli({"exec", "--request-policy", invalid, "print(1)"});
+  BOOST_TEST(bad.exit_code == 2);
+  BOOST_TEST(bad.err.find("invalid request policy") != std::string::npos, bad.err);
+  BOOST_TEST(bad.err.find("/limits/pids: 0") != std::string::npos, bad.err);
+  std::error_code ec;
+  std::filesystem::remove_all(dir, ec);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -45,6 +45,10 @@ import warnings
 # bound here so that the names are module globals from the start.
 ctypes = functools = json = linecache = site = socket = subprocess = None
 threading = traceback = None
+tighten = None  # castellan_tighten, imported by the first TIGHTEN (_import_tighten)
+
+#: Where the harness's own modules are.
+_HERE = os.path.dirname(os.path.abspath(__file__))
 
 #: Imported after READY, while idle, so that user code finds them warm.
 PRELOAD = ("re", "collections", "functools", "itertools", "math", "datetime", "random",
@@ -84,6 +88,21 @@ def _import_serving_modules():
     import threading
     import traceback
 
+
+def _import_tighten():
+    """castellan_tighten, when the first TIGHTEN arrives: a pool that never
+    narrows an exec never pays for it. Imported from the harness's own
+    directory only (user code never sees that directory on sys.path)."""
+    global tighten
+    if tighten is None:
+        sys.path.insert(0, _HERE)
+        try:
+            import castellan_tighten
+        finally:
+            sys.path.remove(_HERE)
+        tighten = castellan_tighten
+    return tighten
+
 EXIT_USAGE = 2
 EXIT_BROKEN_WIRE = 3
 
@@ -95,7 +114,7 @@ HARNESS_FILES = frozenset(
     for path in (getattr(module, "__file__", None),)
     if path is not None
     for path in (path, os.path.abspath(path))
-)
+) | {os.path.join(_HERE, "castellan_tighten.py")}
 
 # Harness states (what the main thread is doing).
 STARTING, IDLE, USER, COMMAND, FINISHING = range(5)
@@ -225,6 +244,9 @@ class Harness:
         self._retriggered = False
         self.child = None
         self.in_forked_child = False
+        # (request id, parsed description or TighteningError) of a TIGHTEN
+        # frame, until the CODE frame it announces arrives.
+        self.pending_tighten = None
         self.wire = wire.Wire(segment_fd, to_worker_fd, to_supervisor_fd,
                               on_broken=self._broken)
         for fd in (segment_fd, to_worker_fd, to_supervisor_fd):
@@ -453,11 +475,14 @@ class Harness:
         payload = json.dumps(body, ensure_ascii=False).encode("utf-8")
         self.wire.send(mtype, request_id, payload)
 
-    def send_result(self, request_id, exit_code, exception):
+    def send_result(self, request_id, exit_code, exception, extra=None):
         """RESULT, with the exception's strings shortened until it fits one
-        frame (a ring of 4 KiB still gets a readable result)."""
+        frame (a ring of 4 KiB still gets a readable result). `extra` adds
+        fields (the tightening report, a refusal)."""
         limit = self.wire.writer.max_payload
         body = {"exit_code": exit_code, "exception": exception}
+        if extra:
+            body.update(extra)
         while True:
             payload = json.dumps(body, ensure_ascii=False).encode("utf-8")
             if len(payload) <= limit or exception is None:
@@ -599,22 +624,42 @@ class Harness:
 
     # --- CODE in a forked child (fork mode) -------------------------------------------
 
-    def run_code_forked(self, request_id, source):
+    def run_code_forked(self, request_id, source, tightening=None):
         self._prepare(request_id)
+        prepared = None
+        if tightening is not None:
+            # Built here, not in the child: every page the child touches is
+            # copied, the zygote's are its own.
+            try:
+                prepared = tighten.prepare(tightening)
+            except tighten.TighteningError as e:
+                self._refuse(request_id, str(e))
+                return
+        status_r, status_w = os.pipe() if prepared is not None else (None, None)
         result_r, result_w = os.pipe()
         try:
             pid = os.fork()
         except OSError as e:
-            os.close(result_r)
-            os.close(result_w)
+            for fd in (result_r, result_w, status_r, status_w):
+                if fd is not None:
+                    os.close(fd)
+            if prepared is not None:
+                prepared.close()
             self._send_stderr(f"castellan: cannot fork the exec's process: {e.strerror}\n")
             self.send_result(request_id, 1, {"type": "OSError", "message": str(e),
                                              "traceback": ""})
             return
         if pid == 0:
             os.close(result_r)
+            if prepared is not None:
+                os.close(status_r)
+                tighten.in_child(prepared, status_w)  # exits unless all of it applied
             self._child_run(source, result_w)  # never returns
         os.close(result_w)
+        if prepared is not None:
+            # No later exec's process may inherit the ruleset.
+            prepared.close()
+            os.close(status_w)
         report = self._collect_report(pid, result_r)
         os.close(result_r)
         _, status = os.waitpid(pid, 0)
@@ -644,10 +689,36 @@ class Harness:
         elif os.WIFEXITED(status):
             # os._exit() in the code: its status is the exec's exit code.
             exit_code = os.WEXITSTATUS(status)
+        extra = None
+        if status_r is not None:
+            try:
+                extra = {"tightening": tighten.outcome(status_r)}
+            except tighten.TighteningError as e:
+                self._collect_output()
+                self._refuse(request_id, str(e))
+                return
+            finally:
+                os.close(status_r)
         self._collect_output()
         if exit_message is not None:
             self._send_stderr(exit_message)
-        self.send_result(request_id, exit_code, exception)
+        self.send_result(request_id, exit_code, exception, extra)
+
+    def _refuse(self, request_id, reason):
+        """RESULT for a request whose code did not run because its
+        per-request tightening could not be applied."""
+        self.send_result(request_id, tighten.EXIT_REFUSED, None,
+                         {"refused": f"per-request tightening: {reason}"})
+
+    def _take_tightening(self, request_id):
+        """The description a TIGHTEN frame announced for `request_id`
+        (None without one); the frame must come right before its CODE."""
+        pending, self.pending_tighten = self.pending_tighten, None
+        if pending is None:
+            return None
+        if pending[0] != request_id:
+            self.wire.broken(f"TIGHTEN for request {pending[0]} followed by request {request_id}")
+        return pending[1]
 
     def _collect_report(self, pid, result_r):
         """The child's report, read until the child has exited. Not until
@@ -757,8 +828,28 @@ class Harness:
             except _Terminate as t:
                 self._die_of(t.signum)
             mtype, request_id, payload = frame
-            if mtype == wire.CODE and self.mode == "fork":
-                self.run_code_forked(request_id, payload)
+            if mtype == wire.TIGHTEN:
+                if self.pending_tighten is not None:
+                    self.wire.broken("two TIGHTEN frames without a CODE between them")
+                _import_tighten()
+                try:
+                    parsed = tighten.parse(payload)
+                except tighten.TighteningError as e:
+                    parsed = e
+                self.pending_tighten = (request_id, parsed)
+                continue
+            tightening = self._take_tightening(request_id) \
+                if mtype in (wire.CODE, wire.COMMAND) else None
+            if tightening is not None and (mtype != wire.CODE or self.mode != "fork"):
+                # Only a process forked for the exec can be narrowed: the warm
+                # interpreter of reuse mode would keep the restrictions.
+                self._refuse(request_id, "only a CODE request in fork mode can be narrowed "
+                             f"(this is a {'COMMAND' if mtype == wire.COMMAND else 'CODE'} "
+                             f"request in {self.mode} mode)")
+            elif tightening is not None and isinstance(tightening, tighten.TighteningError):
+                self._refuse(request_id, str(tightening))
+            elif mtype == wire.CODE and self.mode == "fork":
+                self.run_code_forked(request_id, payload, tightening)
             elif mtype == wire.CODE:
                 self.run_code(request_id, payload)
             elif mtype == wire.COMMAND:

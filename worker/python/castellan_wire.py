@@ -51,9 +51,10 @@ WARN_ALLOW = 0x12
 CODE = 0x20
 COMMAND = 0x21
 SHUTDOWN = 0x22
+TIGHTEN = 0x23
 
 #: What the supervisor may send; anything else on to_worker is a broken wire.
-SUPERVISOR_TYPES = frozenset({ALLOW, DENY, WARN_ALLOW, CODE, COMMAND, SHUTDOWN})
+SUPERVISOR_TYPES = frozenset({ALLOW, DENY, WARN_ALLOW, CODE, COMMAND, SHUTDOWN, TIGHTEN})
 
 #: The largest STDOUT/STDERR frame payload the worker sends.
 STREAM_CHUNK = 64 * 1024

@@ -80,6 +80,7 @@ public:
 
   std::vector<policy_document> layers;
   std::vector<policy_error> errors;
+  std::vector<std::string> files; ///< every file read, in the order read
 
   // Adds the layers of an already-read document (its own file last).
   void visit_document(const policy_document& doc, const std::string& base_dir,
@@ -129,6 +130,7 @@ private:
       return;
     }
     auto doc = read_policy_file(path);
+    files.push_back(path);
     if (!doc) {
       errors.insert(errors.end(), doc.errors().begin(), doc.errors().end());
       return;
@@ -182,12 +184,15 @@ validated<policy_document> load_policy(const std::string& path, const std::strin
 }
 
 validated<policy_document> resolve_extends(const policy_document& doc, const std::string& base_dir,
-                                           const std::string& policy_dir) {
+                                           const std::string& policy_dir,
+                                           std::vector<std::string>* files_read) {
   if (doc.extends.empty())
     return doc;
   layer_resolver r{policy_dir};
   r.visit_document(doc, base_dir,
                    doc.source.empty() ? std::string{"<memory>"} : identity_of(doc.source));
+  if (files_read != nullptr)
+    *files_read = r.files;
   if (!r.errors.empty())
     return std::move(r.errors);
   policy_document out = merge_policies(r.layers);

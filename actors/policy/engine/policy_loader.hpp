@@ -37,9 +37,11 @@ validated<std::vector<policy_document>> load_policy_layers(const std::string& pa
 validated<policy_document> load_policy(const std::string& path, const std::string& policy_dir);
 
 /// Resolves the `extends` of an already-parsed policy whose relative paths
-/// are relative to `base_dir`.
+/// are relative to `base_dir`. When `files_read` is given, it receives the
+/// path of every file that took part (to notice later that one changed).
 validated<policy_document> resolve_extends(const policy_document& doc, const std::string& base_dir,
-                                           const std::string& policy_dir);
+                                           const std::string& policy_dir,
+                                           std::vector<std::string>* files_read = nullptr);
 
 /// The directory part of `path` ("." when it has none).
 std::string parent_directory(const std::string& path);

@@ -84,6 +84,11 @@ BOOST_AUTO_TEST_CASE(cancel_kills_a_running_exec_with_125_and_keeps_its_output) 
                            "import time\nprint('so far', flush=True)\ntime.sleep(60)",
                          41));
       wait_busy(pool);
+      // The code names its task first (a fork-mode worker's first exec
+      // waits for the harness's serving imports, which takes long on a
+      // loaded machine): wait for the name, not for a fixed time.
+      for (int i = 0; i < 500 && test::tasks_named(tag).empty(); ++i)
+        std::this_thread::sleep_for(20ms);
       // The print may still be on its way: wait until it is in the ring.
       std::this_thread::sleep_for(200ms);
       // The tag is visible from here: the leftover check below can fail.

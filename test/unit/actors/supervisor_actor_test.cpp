@@ -27,6 +27,13 @@ struct supervisor_fixture : test::actor_system_fixture {
   supervisor_actor handle;
 };
 
+exec_request code_request(std::string code, std::string pool = {}) {
+  exec_request req;
+  req.code = std::move(code);
+  req.pool = std::move(pool);
+  return req;
+}
+
 pool_config named(std::string name) {
   auto pc = test::actor_system_fixture::test_pool(1);
   pc.name = std::move(name);
@@ -79,7 +86,7 @@ BOOST_AUTO_TEST_CASE(subscribers_see_every_state_transition) {
     }
   };
   wait_for(worker_state::ready);
-  self->send(sup, exec_atom::value, exec_request{0, "pass", {}, 0, ""});
+  self->send(sup, exec_atom::value, code_request("pass"));
   wait_for(worker_state::running);
   // The result and the ready event both arrive; take them in any order.
   bool result = false, ready = false;
@@ -92,7 +99,7 @@ BOOST_AUTO_TEST_CASE(subscribers_see_every_state_transition) {
 
 BOOST_AUTO_TEST_CASE(status_lists_every_pool) {
   auto sup = start({named("one"), named("two")});
-  exec(sup, exec_request{0, "pass", {}, 0, "two"});
+  exec(sup, code_request("pass", "two"));
   std::vector<pool_status> st;
   self->request(sup, 10s, status_atom::value)
     .receive([&](std::vector<pool_status>& s) { st = s; }, [](caf::error&) { BOOST_FAIL("x"); });
@@ -118,7 +125,7 @@ BOOST_AUTO_TEST_CASE(a_crashed_pool_is_restarted) {
   }
   BOOST_REQUIRE(again);
   BOOST_TEST((again != pool));
-  auto r = exec(sup, exec_request{0, "print('back')", {}, 0, ""});
+  auto r = exec(sup, code_request("print('back')"));
   BOOST_TEST(r.stdout_data == "back\n");
 }
 
