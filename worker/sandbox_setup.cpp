@@ -11,7 +11,6 @@
 
 #include "platform/linux/capabilities.hpp"
 #include "platform/linux/enforcement_report.hpp"
-#include "platform/linux/fd_passing.hpp"
 #include "platform/linux/landlock.hpp"
 #include "platform/linux/namespaces.hpp"
 #include "platform/linux/seccomp_filter.hpp"
@@ -137,7 +136,9 @@ int sandbox_setup::apply_in_child(int control_fd) noexcept {
     auto listener = install_notify_filter(spec_.notify);
     if (!listener)
       return say(exit_sandbox_notify, "notify", listener.error());
-    if (auto sent = send_fd(control_fd, listener->get()); !sent)
+    // Not by SCM_RIGHTS: sendmsg may be a decided call already, which
+    // nobody could answer (seccomp_notify.hpp, "handing the listener over").
+    if (auto sent = hand_over_listener(control_fd, listener->get()); !sent)
       return say(exit_sandbox_notify, "notify", sent.error());
     // The child must not keep a listener of its own filter: it would answer
     // itself.

@@ -714,10 +714,16 @@ pool_actor::behavior_type pool_impl(pool_ptr self, pool_config cfg) {
   auto& st = self->state;
   st.cfg = std::move(cfg);
   auto tpl = prepare_worker_template(st.cfg);
-  auto events = tpl ? worker_event_source::start(
-                        caf::actor_cast<caf::strong_actor_ptr>(self),
-                        st.cfg.sandbox.notify.empty() ? nullptr : st.cfg.mediation_policy)
-                    : outcome<std::unique_ptr<worker_event_source>>(tpl.error());
+  const bool mediated = !st.cfg.sandbox.notify.empty();
+  const uint16_t relay_port = st.cfg.egress_policy && st.cfg.proxy ? st.cfg.egress_port : 0;
+  auto events =
+    tpl ? worker_event_source::start(
+            caf::actor_cast<caf::strong_actor_ptr>(self),
+            mediated ? st.cfg.mediation_policy : nullptr,
+            mediated ? make_mediation_context(tpl->sandbox ? &tpl->sandbox->landlock : nullptr,
+                                              relay_port)
+                     : mediation_context{})
+        : outcome<std::unique_ptr<worker_event_source>>(tpl.error());
   if (events) {
     st.tpl = std::move(*tpl);
     st.events = std::move(*events);

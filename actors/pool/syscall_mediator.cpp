@@ -2,20 +2,23 @@
 
 #include <fcntl.h>
 #include <linux/openat2.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/fsuid.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
-#include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <climits>
 #include <cstring>
 #include <vector>
 
+#include "actors/policy/engine/path.hpp"
+#include "actors/pool/mediation_support.hpp"
 #include "actors/pool/sandbox_profile.hpp"
 #include "platform/linux/pidfd.hpp"
 #include "platform/linux/process_memory.hpp"
@@ -26,128 +29,19 @@ namespace {
 
 using clock_type = std::chrono::steady_clock;
 namespace pol = policy;
+using namespace mediation;
 
-constexpr std::size_t max_path = PATH_MAX - 1;
 constexpr pol::fs_access read_only_perms =
-  pol::to_access(pol::fs_perm::read_file) | pol::to_access(pol::fs_perm::read_dir);
+    pol::to_access(pol::fs_perm::read_file) | pol::to_access(pol::fs_perm::read_dir);
 
-int64_t now_ns() {
-  timespec ts;
-  ::clock_gettime(CLOCK_REALTIME, &ts);
-  return int64_t{ts.tv_sec} * 1'000'000'000 + ts.tv_nsec;
-}
+/// The permissions that apply to a file itself (as opposed to a directory's
+/// entries): what a hard link or a renamed file carries with it.
+constexpr pol::fs_access file_perms =
+    pol::to_access(pol::fs_perm::execute) | pol::to_access(pol::fs_perm::write_file) |
+    pol::to_access(pol::fs_perm::read_file) | pol::to_access(pol::fs_perm::truncate) |
+    pol::to_access(pol::fs_perm::ioctl_dev);
 
-const char* syscall_name(int nr) {
-  switch (nr) {
-#ifdef SYS_open
-    case SYS_open:
-      return "open";
-#endif
-#ifdef SYS_creat
-    case SYS_creat:
-      return "creat";
-#endif
-    case SYS_openat:
-      return "openat";
-    case SYS_openat2:
-      return "openat2";
-    case SYS_execve:
-      return "execve";
-    case SYS_execveat:
-      return "execveat";
-    default:
-      return "unknown";
-  }
-}
-
-/// The sandbox-side path behind a /proc link ("/proc/self/fd/3",
-/// "/proc/<tid>/cwd"). For an object of another mount namespace the kernel
-/// prints the path up to that namespace's root: the path as the worker sees
-/// it. 0 or an errno.
-int link_path(const std::string& link, std::string& out) {
-  char buf[PATH_MAX];
-  const ssize_t n = ::readlink(link.c_str(), buf, sizeof buf);
-  if (n < 0)
-    return errno == ENOENT ? EBADF : errno;
-  if (static_cast<std::size_t>(n) >= sizeof buf)
-    return ENAMETOOLONG;
-  if (n == 0 || buf[0] != '/')
-    return ENOTDIR; // a pipe, socket or anonymous inode
-  out.assign(buf, static_cast<std::size_t>(n));
-  static constexpr std::string_view deleted = " (deleted)";
-  if (out.size() > deleted.size() &&
-      out.compare(out.size() - deleted.size(), deleted.size(), deleted) == 0)
-    return ENOENT; // removed meanwhile: nothing by that name to decide on
-  return 0;
-}
-
-int fd_path(int fd, std::string& out) {
-  return link_path("/proc/self/fd/" + std::to_string(fd), out);
-}
-
-int open_in_root(int root, const std::string& path, uint64_t flags, uint64_t mode = 0) {
-  open_how how{};
-  how.flags = flags;
-  how.mode = mode;
-  how.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS;
-  const long fd = ::syscall(SYS_openat2, root, path.c_str(), &how, sizeof how);
-  return fd < 0 ? -1 : static_cast<int>(fd);
-}
-
-/// `path` made absolute (relative ones against the caller's cwd or dirfd,
-/// as the sandbox sees them). 0 or an errno.
-int absolute(pid_t tid, int dirfd, const std::string& path, std::string& out) {
-  if (!path.empty() && path.front() == '/') {
-    out = path;
-    return 0;
-  }
-  std::string base;
-  const std::string proc = "/proc/" + std::to_string(tid);
-  if (int err = link_path(dirfd == AT_FDCWD ? proc + "/cwd" : proc + "/fd/" + std::to_string(dirfd),
-                          base);
-      err != 0)
-    return err;
-  out = base == "/" ? "/" + path : base + "/" + path;
-  return 0;
-}
-
-/// Lexically normalised absolute path ("." and ".." and repeated slashes
-/// folded; ".." stops at "/", as in the kernel).
-std::string normalise(const std::string& abs) {
-  std::vector<std::string_view> parts;
-  std::string_view rest(abs);
-  while (!rest.empty()) {
-    const auto slash = rest.find('/');
-    const std::string_view part = rest.substr(0, slash);
-    rest = slash == std::string_view::npos ? std::string_view{} : rest.substr(slash + 1);
-    if (part.empty() || part == ".")
-      continue;
-    if (part == "..") {
-      if (!parts.empty())
-        parts.pop_back();
-      continue;
-    }
-    parts.push_back(part);
-  }
-  std::string out;
-  for (auto p : parts) {
-    out += '/';
-    out += p;
-  }
-  return out.empty() ? "/" : out;
-}
-
-/// The supervisor decides what the rules say; a domain default of `deny`
-/// is what the static layers (the root's mounts, Landlock, DAC) were built
-/// from, and they keep enforcing it: the supervisor then answers as the
-/// kernel would (it opens as the worker, in the worker's root). A default
-/// of `warn` is reported like a warn rule.
-pol::decision rules_only(const pol::decision& d) {
-  if (d.source == pol::decision_source::default_action && d.verdict == pol::action::deny)
-    return pol::decision{pol::action::allow, pol::decision_source::default_action, -1,
-                         d.pointer};
-  return d;
-}
+constexpr pol::fs_access refer_perm = pol::to_access(pol::fs_perm::refer);
 
 bool is_harness_path(const std::string& path) {
   const std::string_view dir = sandbox_harness_dir;
@@ -155,35 +49,104 @@ bool is_harness_path(const std::string& path) {
          (path.size() == dir.size() || path[dir.size()] == '/');
 }
 
-mode_t umask_of(pid_t tid) {
-  const std::string path = "/proc/" + std::to_string(tid) + "/status";
-  unique_fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
-  char buf[2048];
-  const ssize_t n = fd ? ::read(fd.get(), buf, sizeof buf - 1) : -1;
-  if (n <= 0)
-    return 077; // unknown: the most private
-  buf[n] = '\0';
-  const char* line = std::strstr(buf, "\nUmask:");
-  if (line == nullptr)
-    return 077;
-  return static_cast<mode_t>(std::strtoul(line + 7, nullptr, 8) & 0777);
+/// A deny rule on the whole tree is what the defaults and the static layers
+/// already do; a deny inside it carves out of what is granted, and a warn
+/// must be reported: only the supervisor can decide those.
+bool is_decided(const pol::fs_rule& rule) {
+  if (rule.verdict == pol::action::warn)
+    return true;
+  return rule.verdict == pol::action::deny && rule.path != "/" && rule.path != "/**";
+}
+
+/// The same for a net rule: a deny of every address and port of a family is
+/// the network namespace's job (the sandbox has loopback only).
+bool is_decided(const pol::net_rule& rule) {
+  if (rule.verdict == pol::action::warn)
+    return true;
+  if (rule.verdict != pol::action::deny)
+    return false;
+  const bool every_port = std::any_of(rule.ports.begin(), rule.ports.end(),
+                                      [](const auto& r) { return r.from == 0 && r.to == 65535; });
+  return !(rule.cidr.prefix == 0 && every_port);
+}
+
+/// The positions of `pattern` reachable after matching `path` from its
+/// start (`**` absorbs any number of components; position `size()` means
+/// the path itself is covered, and so is everything beneath it).
+std::vector<char> reachable(const std::vector<std::string>& pattern,
+                            const pol::path_components& path) {
+  const std::size_t m = pattern.size();
+  std::vector<char> cur(m + 1, 0);
+  std::vector<char> next(m + 1, 0);
+  auto close = [&](std::vector<char>& s) {
+    for (std::size_t i = 0; i < m; ++i)
+      if (s[i] && pattern[i] == "**")
+        s[i + 1] = 1;
+  };
+  cur[0] = 1;
+  close(cur);
+  for (std::size_t k = 0; k < path.size(); ++k) {
+    std::fill(next.begin(), next.end(), 0);
+    for (std::size_t i = 0; i < m; ++i) {
+      if (!cur[i])
+        continue;
+      if (pattern[i] == "**")
+        next[i] = 1;
+      else if (pol::match_component(pattern[i], path[k]))
+        next[i + 1] = 1;
+    }
+    if (cur[m])
+      next[m] = 1;
+    close(next);
+    cur.swap(next);
+  }
+  return cur;
 }
 
 } // namespace
 
-struct syscall_mediator::call {
-  platform::notification n;
-  const char* name = "unknown";
-  clock_type::time_point received;
-};
+mediation_context make_mediation_context(const platform::landlock_spec* landlock,
+                                         uint16_t relay_port) {
+  mediation_context ctx;
+  ctx.relay_port = relay_port;
+  if (landlock != nullptr && landlock->enabled) {
+    ctx.landlock = true;
+    ctx.landlock_paths = landlock->paths;
+  }
+  return ctx;
+}
 
-syscall_mediator::syscall_mediator(std::shared_ptr<const pol::compiled_policy> policy)
-  : policy_(std::move(policy)) {}
+syscall_mediator::syscall_mediator(std::shared_ptr<const pol::compiled_policy> policy,
+                                   mediation_context context)
+    : context_(std::move(context)) {
+  set_policy(std::move(policy));
+}
+
+void syscall_mediator::set_policy(std::shared_ptr<const pol::compiled_policy> policy) {
+  policy_ = std::move(policy);
+  decided_fs_ = 0;
+  decided_rules_.clear();
+  const auto& doc = policy_->document();
+  decided_net_ = doc.effective_net_default() == pol::action::warn;
+  for (const auto& rule : doc.net_rules)
+    decided_net_ = decided_net_ || is_decided(rule);
+  if (doc.effective_fs_default() == pol::action::warn)
+    decided_fs_ = pol::fs_access_all;
+  for (std::size_t i = 0; i < doc.fs_rules.size(); ++i) {
+    const auto& rule = doc.fs_rules[i];
+    if (!is_decided(rule))
+      continue;
+    decided_fs_ |= rule.perms;
+    decided_rules_.push_back(
+        {pol::pattern_components(rule.path), rule.verdict, "/fs/rules/" + std::to_string(i)});
+  }
+}
 
 void syscall_mediator::use_credentials_of(const mediated_worker& w) {
   // Per thread: DAC checks of the supervisor's own opens are made as the
   // worker's kernel uid/gid, and a switch away from fsuid 0 drops the
-  // file-system capabilities (DAC override) from this thread's effective set.
+  // file-system capabilities (DAC override, CAP_MKNOD) from this thread's
+  // effective set.
   if (w.fsgid != current_fsgid_) {
     ::setfsgid(w.fsgid);
     current_fsgid_ = w.fsgid;
@@ -194,15 +157,185 @@ void syscall_mediator::use_credentials_of(const mediated_worker& w) {
   }
 }
 
+bool syscall_mediator::private_fs() {
+  if (private_fs_ == 0)
+    // This thread's cwd and umask become its own: the rest of the
+    // supervisor never sees a worker's umask or a cwd inside a sandbox.
+    private_fs_ = ::unshare(CLONE_FS) == 0 ? 1 : -1;
+  return private_fs_ == 1;
+}
+
+void syscall_mediator::use_umask_of(mediated_worker& w, pid_t tid) {
+  // The kernel applies the creating thread's umask (or a default ACL of
+  // the directory instead): give this thread the caller's, and pass the
+  // caller's mode unchanged. Reading it costs a /proc/<tid>/status (several
+  // microseconds); until some process of the sandbox calls umask(2), they
+  // all have the one they inherited, read once.
+  if (w.umask_changed || w.umask < 0) {
+    const mode_t m = umask_of(tid);
+    if (!w.umask_changed)
+      w.umask = static_cast<int>(m);
+    ::umask(m);
+    return;
+  }
+  ::umask(static_cast<mode_t>(w.umask));
+}
+
+bool syscall_mediator::act_as_worker(const mediated_worker& w) {
+  // Raw system calls: this thread only (glibc's wrappers change every
+  // thread). The saved uid stays 0, so act_as_self() can switch back; the
+  // effective capabilities are gone meanwhile.
+  if (::geteuid() == w.fsuid && ::getegid() == w.fsgid)
+    return true;
+  if (::syscall(SYS_setresgid, -1, w.fsgid, -1) != 0)
+    return false;
+  if (::syscall(SYS_setresuid, -1, w.fsuid, -1) != 0) {
+    (void)::syscall(SYS_setresgid, -1, 0, -1);
+    return false;
+  }
+  current_fsuid_ = w.fsuid; // setresuid moved the fs ids along
+  current_fsgid_ = w.fsgid;
+  return true;
+}
+
+void syscall_mediator::act_as_self() {
+  (void)::syscall(SYS_setresuid, -1, ::getuid(), -1);
+  (void)::syscall(SYS_setresgid, -1, ::getgid(), -1);
+  // The fs ids followed the effective ids back: set them again next time.
+  current_fsuid_ = static_cast<uid_t>(-1);
+  current_fsgid_ = static_cast<gid_t>(-1);
+}
+
+uint64_t syscall_mediator::landlock_rights(const std::string& path) const {
+  if (!context_.landlock)
+    return platform::landlock_fs::all;
+  uint64_t rights = 0;
+  for (const auto& rule : context_.landlock_paths) {
+    const std::string& p = rule.path;
+    const bool beneath =
+        p == "/" || path == p ||
+        (path.size() > p.size() && path.compare(0, p.size(), p) == 0 && path[p.size()] == '/');
+    if (beneath)
+      rights |= rule.access;
+  }
+  return rights;
+}
+
+syscall_mediator::change_verdict syscall_mediator::check_change(const std::string& target,
+                                                                pol::fs_access perms) const {
+  change_verdict v;
+  v.target = target;
+  pol::fs_access by_default = 0;
+  for (unsigned bit = 0; bit < pol::fs_perm_count; ++bit) {
+    const pol::fs_access p = pol::fs_access{1} << bit;
+    if ((perms & p) == 0)
+      continue;
+    const pol::decision d = policy_->check_fs(target, p);
+    if (d.verdict == pol::action::deny) {
+      if (d.source != pol::decision_source::default_action) {
+        v.what = change_verdict::kind::deny;
+        v.decision = d;
+        return v;
+      }
+      by_default |= p;
+    } else if (d.verdict == pol::action::warn && v.what == change_verdict::kind::allow) {
+      v.what = change_verdict::kind::warn;
+      v.decision = d;
+    }
+  }
+  if (by_default != 0) {
+    // A deny default is enforced by Landlock for the worker's own calls;
+    // the supervisor's call is not under the worker's domain, so it asks
+    // the same question itself: rights on the entry for what changes a
+    // file, rights on the parent for what changes the directory.
+    const auto slash = target.find_last_of('/');
+    const std::string parent = slash == 0 ? std::string("/") : target.substr(0, slash);
+    const uint64_t on_file = by_default & file_perms;
+    const uint64_t on_dir = by_default & ~file_perms;
+    const uint64_t missing =
+        (on_file & ~landlock_rights(target)) | (on_dir & ~landlock_rights(parent));
+    if (missing != 0) {
+      v.what = change_verdict::kind::refuse;
+      // Landlock answers a missing REFER with EXDEV (so that mv copies).
+      v.refuse_errno = missing == refer_perm ? EXDEV : EACCES;
+    }
+  }
+  return v;
+}
+
+syscall_mediator::change_verdict syscall_mediator::check_move(const std::string& from,
+                                                              const std::string& to, bool dir,
+                                                              bool beneath) const {
+  change_verdict v;
+  v.target = from;
+  // The object keeps its inode under the new name: it must not gain a
+  // permission a rule withholds (or reports) at its old place.
+  const pol::fs_access perms = decided_fs_ & (dir ? pol::fs_access_all : file_perms);
+  for (unsigned bit = 0; bit < pol::fs_perm_count; ++bit) {
+    const pol::fs_access p = pol::fs_access{1} << bit;
+    if ((perms & p) == 0)
+      continue;
+    const pol::decision old_d = rules_only(policy_->check_fs(from, p));
+    if (old_d.verdict == pol::action::allow)
+      continue;
+    const pol::decision new_d = rules_only(policy_->check_fs(to, p));
+    if (old_d.verdict == pol::action::deny && new_d.verdict != pol::action::deny) {
+      v.what = change_verdict::kind::deny;
+      v.decision = old_d;
+      return v;
+    }
+    if (old_d.verdict == pol::action::warn && new_d.verdict == pol::action::allow &&
+        v.what == change_verdict::kind::allow) {
+      v.what = change_verdict::kind::warn;
+      v.decision = old_d;
+    }
+  }
+  if (!beneath)
+    return v;
+  // What lies beneath moves along: a decided rule that reaches below `from`
+  // and not equally below `to` would lose its hold on it.
+  pol::path_components pf;
+  pol::path_components pt;
+  if (!pf.assign(from) || !pt.assign(to))
+    return v;
+  for (std::size_t i = 0; i < decided_rules_.size(); ++i) {
+    const auto& rule = decided_rules_[i];
+    const std::size_t m = rule.parts.size();
+    const auto at_from = reachable(rule.parts, pf);
+    const auto at_to = reachable(rule.parts, pt);
+    if (at_to[m])
+      continue; // everything beneath `to` is covered anyway
+    bool lost = false;
+    for (std::size_t k = 0; k < m && !lost; ++k)
+      lost = at_from[k] && !at_to[k];
+    if (!lost)
+      continue;
+    const pol::decision d{rule.verdict, pol::decision_source::rule, static_cast<int32_t>(i),
+                          rule.pointer};
+    if (rule.verdict == pol::action::deny) {
+      v.what = change_verdict::kind::deny;
+      v.decision = d;
+      return v;
+    }
+    if (v.what == change_verdict::kind::allow) {
+      v.what = change_verdict::kind::warn;
+      v.decision = d;
+    }
+  }
+  return v;
+}
+
 std::optional<mediation_result> syscall_mediator::handle(mediated_worker& w) {
   auto n = w.listener->receive();
   if (!n)
     return std::nullopt; // ENOENT: the caller is gone; EAGAIN/EINTR: nothing now
+  mediation_result r;
   call c;
   c.n = *n;
   c.name = syscall_name(n->nr);
   c.received = clock_type::now();
-  mediation_result r;
+  c.w = &w;
+  c.r = &r;
   if (w.killed) {
     // The worker is being killed: nothing more may succeed.
     (void)w.listener->respond_error(n->id, EPERM);
@@ -225,27 +358,84 @@ std::optional<mediation_result> syscall_mediator::handle(mediated_worker& w) {
   use_credentials_of(w);
   switch (n->nr) {
 #ifdef SYS_open
-    case SYS_open:
+  case SYS_open:
 #endif
 #ifdef SYS_creat
-    case SYS_creat:
+  case SYS_creat:
 #endif
-    case SYS_openat:
-    case SYS_openat2:
-      decide_open(w, c, r);
-      break;
-    case SYS_execve:
-    case SYS_execveat:
-      decide_exec(w, c, r);
-      break;
-    default:
-      // Not a call this mediator asked for: refuse it rather than guess.
-      (void)w.listener->respond_error(n->id, ENOSYS);
+  case SYS_openat:
+  case SYS_openat2:
+    decide_open(w, c, r);
+    break;
+  case SYS_execve:
+  case SYS_execveat:
+    decide_exec(w, c, r);
+    break;
+#ifdef SYS_unlink
+  case SYS_unlink:
+#endif
+#ifdef SYS_rmdir
+  case SYS_rmdir:
+#endif
+  case SYS_unlinkat:
+    decide_remove(w, c, r);
+    break;
+#ifdef SYS_mkdir
+  case SYS_mkdir:
+#endif
+#ifdef SYS_mknod
+  case SYS_mknod:
+#endif
+#ifdef SYS_symlink
+  case SYS_symlink:
+#endif
+  case SYS_mkdirat:
+  case SYS_mknodat:
+  case SYS_symlinkat:
+    decide_create(w, c, r);
+    break;
+#ifdef SYS_link
+  case SYS_link:
+#endif
+  case SYS_linkat:
+    decide_link(w, c, r);
+    break;
+#ifdef SYS_rename
+  case SYS_rename:
+#endif
+#ifdef SYS_renameat
+  case SYS_renameat:
+#endif
+  case SYS_renameat2:
+    decide_rename(w, c, r);
+    break;
+  case SYS_truncate:
+    decide_truncate(w, c, r);
+    break;
+  case SYS_connect:
+  case SYS_bind:
+    decide_connect_or_bind(w, c, r);
+    break;
+  case SYS_umask:
+    // Not decided: only noted, so that the creations stop trusting the
+    // umask read once (mediated_worker::umask).
+    w.umask_changed = true;
+    if (!w.listener->respond_continue(n->id))
       r.what = mediation_result::outcome::gone;
-      break;
+    break;
+  case SYS_sendto:
+  case SYS_sendmsg:
+  case SYS_sendmmsg:
+    decide_send(w, c, r);
+    break;
+  default:
+    // Not a call this mediator asked for: refuse it rather than guess.
+    (void)w.listener->respond_error(n->id, ENOSYS);
+    r.what = mediation_result::outcome::gone;
+    break;
   }
   r.latency_ns = static_cast<uint64_t>(
-    std::chrono::duration_cast<std::chrono::nanoseconds>(clock_type::now() - c.received).count());
+      std::chrono::duration_cast<std::chrono::nanoseconds>(clock_type::now() - c.received).count());
   if (r.what == mediation_result::outcome::gone)
     return std::nullopt;
   return r;
@@ -266,73 +456,80 @@ void syscall_mediator::send_denial_detail(const mediated_worker& w, const policy
   (void)::send(w.control_fd, rec.data(), rec.size(), MSG_DONTWAIT | MSG_NOSIGNAL);
 }
 
-namespace {
-
-policy_event make_event(const char* kind, const char* syscall, std::string target,
-                        pol::action verdict, std::string_view rule, pid_t pid) {
-  policy_event e;
-  e.kind = kind;
-  e.syscall = syscall;
-  e.target = std::move(target);
-  e.decision = verdict == pol::action::deny ? "deny" : verdict == pol::action::warn ? "warn"
-                                                                                     : "allow";
-  e.rule = std::string(rule);
-  e.pid = pid;
-  e.timestamp_ns = now_ns();
-  return e;
+void syscall_mediator::deny(call& c, const std::string& target, const pol::decision& d, int err) {
+  c.r->what = mediation_result::outcome::deny;
+  c.r->errno_value = err;
+  c.r->event = make_event("syscall_denied", c.name, target, pol::action::deny, d.pointer, c.n.pid);
+  send_denial_detail(*c.w, c.r->event, err);
+  (void)c.listener().respond_error(c.n.id, err);
 }
 
-} // namespace
+void syscall_mediator::warn(call& c, const std::string& target, const pol::decision& d) {
+  if (c.r->what == mediation_result::outcome::gone)
+    return;
+  c.r->what = mediation_result::outcome::warn;
+  c.r->event = make_event("policy_warning", c.name, target, pol::action::warn, d.pointer, c.n.pid);
+}
+
+bool syscall_mediator::refused(call& c, const change_verdict& v) {
+  switch (v.what) {
+  case change_verdict::kind::deny:
+    deny(c, v.target, v.decision);
+    return true;
+  case change_verdict::kind::refuse:
+    c.fail(v.refuse_errno);
+    return true;
+  default:
+    return false;
+  }
+}
 
 void syscall_mediator::decide_open(mediated_worker& w, call& c, mediation_result& r) {
   auto& n = c.n;
   auto& listener = *w.listener;
-  auto fail = [&](int err) {
-    (void)listener.respond_error(n.id, err);
-    r.what = mediation_result::outcome::allow; // the kernel's own answer: nothing to report
-  };
+  auto fail = [&](int err) { c.fail(err); };
   int dirfd = AT_FDCWD;
   uint64_t path_addr = 0;
   uint64_t flags = 0;
   uint64_t mode = 0;
   switch (n.nr) {
 #ifdef SYS_open
-    case SYS_open:
-      path_addr = n.args[0];
-      flags = n.args[1];
-      mode = n.args[2];
-      break;
+  case SYS_open:
+    path_addr = n.args[0];
+    flags = n.args[1];
+    mode = n.args[2];
+    break;
 #endif
 #ifdef SYS_creat
-    case SYS_creat:
-      path_addr = n.args[0];
-      flags = O_CREAT | O_WRONLY | O_TRUNC;
-      mode = n.args[1];
-      break;
+  case SYS_creat:
+    path_addr = n.args[0];
+    flags = O_CREAT | O_WRONLY | O_TRUNC;
+    mode = n.args[1];
+    break;
 #endif
-    case SYS_openat:
-      dirfd = static_cast<int>(n.args[0]);
-      path_addr = n.args[1];
-      flags = n.args[2];
-      mode = n.args[3];
-      break;
-    default: { // openat2
-      dirfd = static_cast<int>(n.args[0]);
-      path_addr = n.args[1];
-      open_how how{};
-      if (n.args[3] < sizeof how)
-        return fail(EINVAL);
-      platform::process_memory mem(n.pid);
-      if (auto ok = mem.read(n.args[2], &how, sizeof how); !ok)
-        return fail(EFAULT);
-      if (how.resolve != 0)
-        // The caller's own resolution rules would have to be combined
-        // with RESOLVE_IN_ROOT; not supported: callers fall back to openat.
-        return fail(ENOSYS);
-      flags = how.flags;
-      mode = how.mode;
-      break;
-    }
+  case SYS_openat:
+    dirfd = static_cast<int>(n.args[0]);
+    path_addr = n.args[1];
+    flags = n.args[2];
+    mode = n.args[3];
+    break;
+  default: { // openat2
+    dirfd = static_cast<int>(n.args[0]);
+    path_addr = n.args[1];
+    open_how how{};
+    if (n.args[3] < sizeof how)
+      return fail(EINVAL);
+    platform::process_memory mem(n.pid);
+    if (auto ok = mem.read(n.args[2], &how, sizeof how); !ok)
+      return fail(EFAULT);
+    if (how.resolve != 0)
+      // The caller's own resolution rules would have to be combined
+      // with RESOLVE_IN_ROOT; not supported: callers fall back to openat.
+      return fail(ENOSYS);
+    flags = how.flags;
+    mode = how.mode;
+    break;
+  }
   }
   flags &= 0xFFFFFFFFu;
   platform::process_memory mem(n.pid);
@@ -342,8 +539,8 @@ void syscall_mediator::decide_open(mediated_worker& w, call& c, mediation_result
   if (path->empty())
     return fail(ENOENT);
   // What was read may be acted upon only while the caller still waits.
-  if (!listener.id_valid(n.id))
-    return void(r.what = mediation_result::outcome::gone);
+  if (!c.still_waiting())
+    return c.gone();
   if ((flags & O_TMPFILE) == O_TMPFILE)
     return fail(EOPNOTSUPP);
   std::string abs;
@@ -357,23 +554,14 @@ void syscall_mediator::decide_open(mediated_worker& w, call& c, mediation_result
     auto sent = listener.respond_with_fd(n.id, fd, cloexec);
     return static_cast<bool>(sent);
   };
-  auto deny = [&](const std::string& target, const pol::decision& d) {
-    r.what = mediation_result::outcome::deny;
-    r.errno_value = EACCES;
-    r.event = make_event("syscall_denied", c.name, target, d.verdict, d.pointer, n.pid);
-    send_denial_detail(w, r.event, EACCES);
-    (void)listener.respond_error(n.id, EACCES);
-  };
   auto report = [&](const std::string& target, const pol::decision& d) {
-    if (d.verdict == pol::action::warn) {
-      r.what = mediation_result::outcome::warn;
-      r.event = make_event("policy_warning", c.name, target, d.verdict, d.pointer, n.pid);
-    }
+    if (d.verdict == pol::action::warn)
+      warn(c, target, d);
   };
 
   for (int attempt = 0; attempt < 4; ++attempt) {
-    unique_fd opath(open_in_root(
-      w.root.get(), abs, O_PATH | O_CLOEXEC | (flags & (O_NOFOLLOW | O_DIRECTORY))));
+    unique_fd opath(
+        open_in_root(w.root.get(), abs, O_PATH | O_CLOEXEC | (flags & (O_NOFOLLOW | O_DIRECTORY))));
     if (!opath && errno == ENOENT && (flags & O_CREAT) != 0) {
       // Creation: decide on the resolved parent and the new name, then
       // create exclusively in that very directory.
@@ -393,25 +581,27 @@ void syscall_mediator::decide_open(mediated_worker& w, call& c, mediation_result
       std::string canon_parent;
       if (int err = fd_path(dir.get(), canon_parent); err != 0)
         return fail(err);
-      const std::string target = canon_parent == "/" ? "/" + name : canon_parent + "/" + name;
+      const std::string target = join(canon_parent, name);
       pol::fs_access perms = pol::to_access(pol::fs_perm::make_reg);
       if (acc != O_RDONLY)
         perms |= pol::to_access(pol::fs_perm::write_file);
       const auto d = rules_only(policy_->check_fs(target, perms));
       if (d.verdict == pol::action::deny)
-        return deny(target, d);
-      const uint64_t create_flags = (flags & ~static_cast<uint64_t>(O_CLOEXEC)) | O_CREAT |
-                                    O_EXCL | O_NOFOLLOW | O_CLOEXEC;
-      const mode_t create_mode = static_cast<mode_t>(mode & 07777) & ~umask_of(n.pid);
+        return deny(c, target, d);
+      const uint64_t create_flags =
+          (flags & ~static_cast<uint64_t>(O_CLOEXEC)) | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC;
+      if (!private_fs())
+        return fail(ENOMEM);
+      use_umask_of(w, n.pid);
       unique_fd created(::openat(dir.get(), name.c_str(), static_cast<int>(create_flags),
-                                 create_mode));
+                                 static_cast<mode_t>(mode & 07777)));
       if (!created) {
         if (errno == EEXIST && (flags & O_EXCL) == 0)
           continue; // created by someone else meanwhile: open the existing file
         return fail(errno);
       }
       if (!answer_fd(created.get()))
-        return void(r.what = mediation_result::outcome::gone);
+        return c.gone();
       report(target, d);
       return;
     }
@@ -448,15 +638,15 @@ void syscall_mediator::decide_open(mediated_worker& w, call& c, mediation_result
       d = pol::decision{pol::action::allow, pol::decision_source::default_action, -1, "harness"};
     if (d.verdict == pol::action::deny) {
       if (!optimistic)
-        return deny(canon, d);
+        return deny(c, canon, d);
       // A read the kernel refuses by itself (a path covered in the root,
       // DAC) reveals nothing: it ends with the kernel's errno, as without
       // the supervisor. Only a read that would succeed ends the worker; the
       // probe's fd is closed here, never injected.
       if (!o_path) {
-        unique_fd probe(::open(("/proc/self/fd/" + std::to_string(opath.get())).c_str(),
-                               static_cast<int>(O_RDONLY | O_CLOEXEC | O_NONBLOCK |
-                                                (flags & O_DIRECTORY))));
+        unique_fd probe(
+            ::open(("/proc/self/fd/" + std::to_string(opath.get())).c_str(),
+                   static_cast<int>(O_RDONLY | O_CLOEXEC | O_NONBLOCK | (flags & O_DIRECTORY))));
         if (!probe)
           return fail(errno);
       }
@@ -475,9 +665,9 @@ void syscall_mediator::decide_open(mediated_worker& w, call& c, mediation_result
       // Reopen the object already resolved: the caller's flags apply to
       // it, and the DAC and mount checks are made again as the worker.
       const bool fifo = S_ISFIFO(st.st_mode);
-      uint64_t reopen = (flags & ~static_cast<uint64_t>(O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC |
-                                                        O_NOCTTY)) |
-                        O_CLOEXEC;
+      uint64_t reopen =
+          (flags & ~static_cast<uint64_t>(O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY)) |
+          O_CLOEXEC;
       if (fifo)
         reopen |= O_NONBLOCK; // never wait for a peer on this thread
       real.reset(::open(("/proc/self/fd/" + std::to_string(opath.get())).c_str(),
@@ -491,7 +681,7 @@ void syscall_mediator::decide_open(mediated_worker& w, call& c, mediation_result
       }
     }
     if (!answer_fd(real.get()))
-      return void(r.what = mediation_result::outcome::gone);
+      return c.gone();
     report(canon, d);
     return;
   }
@@ -501,15 +691,15 @@ void syscall_mediator::decide_open(mediated_worker& w, call& c, mediation_result
 void syscall_mediator::decide_exec(mediated_worker& w, call& c, mediation_result& r) {
   auto& n = c.n;
   auto& listener = *w.listener;
-  auto fail = [&](int err) { (void)listener.respond_error(n.id, err); };
+  auto fail = [&](int err) { c.fail(err); };
   const bool at = n.nr == SYS_execveat;
   const int dirfd = at ? static_cast<int>(n.args[0]) : AT_FDCWD;
   platform::process_memory mem(n.pid);
   auto path = mem.read_string(at ? n.args[1] : n.args[0], max_path);
   if (!path)
     return fail(path.error().code != 0 ? path.error().code : EFAULT);
-  if (!listener.id_valid(n.id))
-    return void(r.what = mediation_result::outcome::gone);
+  if (!c.still_waiting())
+    return c.gone();
   std::string abs;
   if (path->empty()) {
     if (!at || (n.args[4] & AT_EMPTY_PATH) == 0)
@@ -532,50 +722,82 @@ void syscall_mediator::decide_exec(mediated_worker& w, call& c, mediation_result
       target = canon;
     }
   }
-  if (d.verdict == pol::action::deny) {
-    r.what = mediation_result::outcome::deny;
-    r.errno_value = EACCES;
-    r.event = make_event("syscall_denied", c.name, target, d.verdict, d.pointer, n.pid);
-    send_denial_detail(w, r.event, EACCES);
-    (void)listener.respond_error(n.id, EACCES);
-    return;
-  }
+  if (d.verdict == pol::action::deny)
+    return deny(c, target, d);
   if (!listener.respond_continue(n.id))
-    return void(r.what = mediation_result::outcome::gone);
-  if (d.verdict == pol::action::warn) {
-    r.what = mediation_result::outcome::warn;
-    r.event = make_event("policy_warning", c.name, target, d.verdict, d.pointer, n.pid);
-  }
+    return c.gone();
+  r.what = mediation_result::outcome::allow;
+  if (d.verdict == pol::action::warn)
+    warn(c, target, d);
 }
 
 platform::notify_spec notify_spec_for(const pol::policy_document& doc) {
   platform::notify_spec spec;
+  auto add = [&](std::initializer_list<const char*> names) {
+    for (const char* name : names)
+      if (std::find(spec.syscalls.begin(), spec.syscalls.end(), name) == spec.syscalls.end())
+        spec.syscalls.emplace_back(name);
+  };
+  auto perm = [](pol::fs_perm p) { return pol::to_access(p); };
   pol::fs_access decided = 0;
   if (doc.effective_fs_default() == pol::action::warn)
     decided = pol::fs_access_all;
-  for (const auto& rule : doc.fs_rules) {
-    if (rule.verdict == pol::action::warn)
+  for (const auto& rule : doc.fs_rules)
+    if (is_decided(rule))
       decided |= rule.perms;
-    // A denial of the whole tree is the default's job (mounts, Landlock);
-    // a denial inside it carves out of what is granted: only the
-    // supervisor can decide that.
-    else if (rule.verdict == pol::action::deny && rule.path != "/" && rule.path != "/**")
-      decided |= rule.perms;
+  auto any = [&](pol::fs_access mask) { return (decided & mask) != 0; };
+
+  const pol::fs_access opens = read_only_perms | perm(pol::fs_perm::write_file) |
+                               perm(pol::fs_perm::truncate) | perm(pol::fs_perm::make_reg);
+  if (any(opens)) {
+    add({"open", "openat", "creat", "openat2"});
+    spec.open_writes_only = !any(read_only_perms);
   }
-  const pol::fs_access opens = read_only_perms | pol::to_access(pol::fs_perm::write_file) |
-                               pol::to_access(pol::fs_perm::truncate) |
-                               pol::to_access(pol::fs_perm::make_reg);
-  if ((decided & opens) != 0) {
-    spec.syscalls = {"open", "openat", "creat", "openat2"};
-    spec.open_writes_only = (decided & read_only_perms) == 0;
-  }
+  // The supervisor creates with the caller's umask, which it reads once per
+  // sandbox and then only again after a umask(2) (continued, only noted).
+  const pol::fs_access makes = perm(pol::fs_perm::make_reg) | perm(pol::fs_perm::make_dir) |
+                               perm(pol::fs_perm::make_fifo) | perm(pol::fs_perm::make_sock) |
+                               perm(pol::fs_perm::make_char) | perm(pol::fs_perm::make_block);
+  if (any(opens) || any(makes))
+    add({"umask"});
+  // Calls that change the tree. A rename or a hard link gives an inode a
+  // new name, which must not escape any decided rule: they follow every
+  // decided permission. The others follow the permission they exercise.
+  if (decided != 0)
+    add({"rename", "renameat", "renameat2", "link", "linkat"});
+  if (any(perm(pol::fs_perm::remove_file)))
+    add({"unlink", "unlinkat"});
+  if (any(perm(pol::fs_perm::remove_dir)))
+    add({"rmdir", "unlinkat"});
+  if (any(perm(pol::fs_perm::make_dir)))
+    add({"mkdir", "mkdirat"});
+  if (any(perm(pol::fs_perm::make_sym)))
+    add({"symlink", "symlinkat"});
+  if (any(perm(pol::fs_perm::make_reg) | perm(pol::fs_perm::make_fifo) |
+          perm(pol::fs_perm::make_sock) | perm(pol::fs_perm::make_char) |
+          perm(pol::fs_perm::make_block)))
+    add({"mknod", "mknodat"});
+  if (any(perm(pol::fs_perm::truncate) | perm(pol::fs_perm::write_file)))
+    add({"truncate"});
+  // A pathname socket is a file: binding one creates it (make_sock),
+  // connecting or sending to one writes to it (write_file, as the kernel's
+  // own permission check has it).
+  if (any(perm(pol::fs_perm::make_sock)))
+    add({"bind"});
+  if (any(perm(pol::fs_perm::write_file)))
+    add({"connect", "sendto", "sendmsg", "sendmmsg"});
+
+  bool net = doc.effective_net_default() == pol::action::warn;
+  for (const auto& rule : doc.net_rules)
+    net = net || is_decided(rule);
+  if (net)
+    add({"connect", "bind", "sendto", "sendmsg", "sendmmsg"});
+
   bool exec = doc.effective_exec_default() == pol::action::warn;
   for (const auto& rule : doc.exec_rules)
     exec = exec || rule.verdict != pol::action::allow;
-  if (exec) {
-    spec.syscalls.push_back("execve");
-    spec.syscalls.push_back("execveat");
-  }
+  if (exec)
+    add({"execve", "execveat"});
   return spec;
 }
 

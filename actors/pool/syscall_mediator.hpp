@@ -23,6 +23,17 @@
 /// and after resolution; allowed calls continue in the kernel (see
 /// docs/security.md for why that is safe only with Landlock's EXECUTE
 /// rights behind it).
+/// Path calls (unlink, rmdir, mkdir, mknod, symlink, link, rename,
+/// truncate and their *at forms; mediated_paths.cpp): the paths are copied
+/// once, each parent directory is resolved in the worker's root, the
+/// decision is taken on the resolved location, and the supervisor performs
+/// the call itself on that directory fd, as the worker: the kernel never
+/// reads the caller's paths again.
+/// Network calls (connect, bind, sendto, sendmsg, sendmmsg;
+/// mediated_network.cpp): IPv4/IPv6 addresses against the net rules, then
+/// answered "continue" (the sandbox's network namespace and Landlock make a
+/// changed address harmless); pathname AF_UNIX addresses against the fs
+/// rules, performed by the supervisor on a duplicate of the caller's socket.
 
 #include <sys/types.h>
 
@@ -30,59 +41,163 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "actors/exec_messages.hpp"
 #include "actors/policy/engine/compiled_policy.hpp"
 #include "ipc/unique_fd.hpp"
+#include "platform/linux/landlock.hpp"
 #include "platform/linux/seccomp_notify.hpp"
 
 namespace castellan {
 
+struct mediated_address; ///< a socket address copied out of a caller (mediated_network.cpp)
+struct mediated_message; ///< a message copied out of a caller (mediated_network.cpp)
+
 /// One worker as the mediator sees it.
 struct mediated_worker {
   uint64_t id = 0;
-  int pidfd = -1;        ///< not owned (the pool's)
-  int control_fd = -1;   ///< not owned: denial details go here for the harness
+  int pidfd = -1;      ///< not owned (the pool's)
+  int control_fd = -1; ///< not owned: denial details go here for the harness
   std::unique_ptr<platform::notify_listener> listener;
-  unique_fd root;        ///< the sandbox's root directory, opened at the first notification
-  uid_t fsuid = 0;       ///< the worker's kernel uid/gid: DAC checks are made as it
+  unique_fd root;  ///< the sandbox's root directory, opened at the first notification
+  uid_t fsuid = 0; ///< the worker's kernel uid/gid: DAC checks are made as it
   gid_t fsgid = 0;
-  bool killed = false;   ///< an optimistic check failed: ignore the rest
+  bool killed = false; ///< an optimistic check failed: ignore the rest
+  /// The umask every process of the sandbox has, read at the first decided
+  /// creation (-1: not yet). Valid until one of them calls umask(2), which
+  /// the filter lists with the creations: from then on it is read from the
+  /// caller at every creation.
+  int umask = -1;
+  bool umask_changed = false;
 };
+
+/// What the mediator knows of the sandbox besides the policy: enough to
+/// answer as the static layers would where the policy leaves a call to them.
+struct mediation_context {
+  /// The egress relay's TCP port on 127.0.0.1 inside the sandbox (0: none).
+  /// It is castellan's own way out, decided by the proxy: connecting to it
+  /// is never decided here.
+  uint16_t relay_port = 0;
+  /// Whether the worker runs under Landlock, and its file-system rules.
+  /// A call the supervisor performs for the worker is not subject to the
+  /// worker's Landlock domain, so where only a `deny` default speaks
+  /// against it, the mediator applies these rights itself.
+  bool landlock = false;
+  std::vector<platform::landlock_path_rule> landlock_paths;
+};
+
+/// The context for a pool's workers: the Landlock part of their sandbox
+/// spec (null: they have no sandbox) and the relay port (0 without egress).
+mediation_context make_mediation_context(const platform::landlock_spec* landlock,
+                                         uint16_t relay_port);
 
 /// What one notification came to.
 struct mediation_result {
   enum class outcome : uint8_t { allow, deny, warn, kill, gone };
   outcome what = outcome::allow;
-  int32_t errno_value = 0;    ///< deny: what the caller got
-  policy_event event;         ///< for deny, warn and kill
-  uint64_t latency_ns = 0;    ///< from receive to answer
+  int32_t errno_value = 0; ///< deny: what the caller got
+  policy_event event;      ///< for deny, warn and kill
+  uint64_t latency_ns = 0; ///< from receive to answer
 };
 
 class syscall_mediator {
 public:
-  explicit syscall_mediator(std::shared_ptr<const policy::compiled_policy> policy);
+  explicit syscall_mediator(std::shared_ptr<const policy::compiled_policy> policy,
+                            mediation_context context = {});
 
   /// Receives and decides one pending notification of `w`. Nothing when
   /// there was none (EAGAIN) or the caller went away before it was read.
   std::optional<mediation_result> handle(mediated_worker& w);
 
   /// Replaces the policy for the next decisions (called on the same thread).
-  void set_policy(std::shared_ptr<const policy::compiled_policy> policy) {
-    policy_ = std::move(policy);
-  }
+  void set_policy(std::shared_ptr<const policy::compiled_policy> policy);
   const policy::compiled_policy& policy() const noexcept { return *policy_; }
 
+  /// A decided rule as a pattern, for the checks a rename needs (what lies
+  /// beneath a directory that moves).
+  struct pattern_rule {
+    std::vector<std::string> parts;
+    policy::action verdict = policy::action::deny;
+    std::string pointer;
+  };
+
+  /// How a change of the tree at one path is decided: a rule's deny or warn,
+  /// or — when only a deny default speaks against it — the static layers'
+  /// answer (`refuse`: Landlock's errno, no event).
+  struct change_verdict {
+    enum class kind : uint8_t { allow, warn, deny, refuse } what = kind::allow;
+    policy::decision decision;
+    std::string target;
+    int refuse_errno = 0;
+  };
+
+  struct call; ///< one notification being decided (mediation_support.hpp)
+
 private:
-  struct call;
   void decide_open(mediated_worker& w, call& c, mediation_result& r);
   void decide_exec(mediated_worker& w, call& c, mediation_result& r);
+  // mediated_paths.cpp
+  void decide_remove(mediated_worker& w, call& c, mediation_result& r);
+  void decide_create(mediated_worker& w, call& c, mediation_result& r);
+  void decide_link(mediated_worker& w, call& c, mediation_result& r);
+  void decide_rename(mediated_worker& w, call& c, mediation_result& r);
+  void decide_truncate(mediated_worker& w, call& c, mediation_result& r);
+  // mediated_network.cpp
+  void decide_connect_or_bind(mediated_worker& w, call& c, mediation_result& r);
+  void decide_send(mediated_worker& w, call& c, mediation_result& r);
+  /// Decides an IPv4/IPv6 destination of a call on the caller's socket
+  /// `sock`: false when it answered (a denial, or the kernel's error).
+  bool admit_ip(call& c, int sock, const mediated_address& a);
+  void unix_bind(call& c, int sock, const std::string& path);
+  void unix_connect(call& c, int sock, const std::string& path);
+  /// Sends `m` to the pathname socket `path` on a duplicate of `sock`.
+  /// The byte count or a negative errno; `answered` when it answered.
+  int64_t unix_send(call& c, int sock, const std::string& path, const mediated_message& m,
+                    int flags, bool& answered);
+
+  /// Decides `perms` on `target` (each permission on its own): a rule's
+  /// deny beats a warn; a deny that comes from the default is the static
+  /// layers' job, answered here as Landlock would (see mediation_context).
+  change_verdict check_change(const std::string& target, policy::fs_access perms) const;
+  /// What moving the object at `from` to `to` would gain: a permission a
+  /// rule denies (or warns about) at `from` but not at `to` (every decided
+  /// permission for a directory, a file's own otherwise), and with
+  /// `beneath`, a decided rule that reaches below `from` and not equally
+  /// below `to`.
+  change_verdict check_move(const std::string& from, const std::string& to, bool dir,
+                            bool beneath) const;
+  /// The Landlock rights the worker holds on `path` (all without Landlock).
+  uint64_t landlock_rights(const std::string& path) const;
+
+  /// Answers `err` with a syscall_denied event naming `target` and the rule.
+  void deny(call& c, const std::string& target, const policy::decision& d, int err = EACCES);
+  /// Records a policy_warning for a call that is answered as allowed.
+  void warn(call& c, const std::string& target, const policy::decision& d);
+  /// Answers a verdict that does not allow the call (deny: EACCES and an
+  /// event; refuse: the static layers' errno). True when it answered.
+  bool refused(call& c, const change_verdict& v);
   void send_denial_detail(const mediated_worker& w, const policy_event& e, int err) const;
   void use_credentials_of(const mediated_worker& w);
+  /// Gives this thread its own cwd and umask (unshare(CLONE_FS)) once, so
+  /// that creations get the caller's umask and a bind can be made relative
+  /// to a checked directory. False if the kernel refused.
+  bool private_fs();
+  /// Sets this thread's umask to the caller's (after private_fs()).
+  void use_umask_of(mediated_worker& w, pid_t tid);
+  /// Switches this thread's effective ids to the worker's for a socket
+  /// operation whose peer sees the caller's credentials, and back.
+  bool act_as_worker(const mediated_worker& w);
+  void act_as_self();
 
   std::shared_ptr<const policy::compiled_policy> policy_;
+  mediation_context context_;
+  policy::fs_access decided_fs_ = 0; ///< permissions some deny/warn rule decides
+  bool decided_net_ = false;         ///< some net rule (or the default) needs deciding
+  std::vector<pattern_rule> decided_rules_;
   uid_t current_fsuid_ = static_cast<uid_t>(-1);
   gid_t current_fsgid_ = static_cast<gid_t>(-1);
+  int private_fs_ = 0; ///< 0 not tried, 1 done, -1 refused
 };
 
 /// The system call names the notify filter must list for `policy`, and

@@ -13,6 +13,7 @@
 #include "platform/linux/file_io.hpp"
 #include "platform/linux/pidfd.hpp"
 #include "platform/linux/sandbox_spec.hpp"
+#include "platform/linux/seccomp_notify.hpp"
 #include "platform/linux/worker_kill.hpp"
 #include "platform/spawn_worker.hpp"
 
@@ -199,6 +200,8 @@ outcome<std::unique_ptr<worker_channel>> worker_channel::start(uint64_t id,
         return errno_failure(what + ": control socketpair");
       ch->control_.reset(pair[0]);
       control_child.reset(pair[1]);
+      if (auto ok = platform::prepare_listener_handover(ch->control_.get()); !ok)
+        return ok.error().wrap(what);
       spec.argv.insert(spec.argv.end(), {"--control-fd", std::to_string(control_child_fd)});
       spec.fds.push_back({control_child.get(), control_child_fd});
     }

@@ -14,7 +14,6 @@
 #include <spdlog/spdlog.h>
 
 #include "actors/pool/pool_actor.hpp"
-#include "platform/linux/fd_passing.hpp"
 
 namespace castellan {
 
@@ -45,7 +44,8 @@ bool readable_now(int fd) noexcept {
 
 outcome<std::unique_ptr<worker_event_source>>
 worker_event_source::start(caf::strong_actor_ptr pool,
-                           std::shared_ptr<const policy::compiled_policy> policy) {
+                           std::shared_ptr<const policy::compiled_policy> policy,
+                           mediation_context context) {
   // Two polls per worker plus the wake poll and removals: 256 slots cover a
   // large pool; the SQ is flushed when it fills anyway.
   auto ring = platform::uring::create(256);
@@ -56,13 +56,14 @@ worker_event_source::start(caf::strong_actor_ptr pool,
     return wake.error().wrap("pool event source");
   std::unique_ptr<worker_event_source> src(new worker_event_source(
     caf::actor_cast<caf::weak_actor_ptr>(pool), std::move(*ring), std::move(*wake),
-    std::move(policy)));
+    std::move(policy), std::move(context)));
   src->arm_wake();
   io_uring_submit(src->ring_.get());
   src->thread_ = std::thread([s = src.get()] {
-    // This thread opens files for workers (syscall_mediator): it must not
-    // carry the supervisor's supplementary groups into those checks. The
-    // raw call changes this thread only (glibc's setgroups changes all).
+    // This thread opens, creates and removes files for workers
+    // (syscall_mediator): it must not carry the supervisor's supplementary
+    // groups into those checks. The raw call changes this thread only
+    // (glibc's setgroups changes all).
     if (s->mediator_ && ::geteuid() == 0)
       (void)::syscall(SYS_setgroups, 0, nullptr);
     s->run();
@@ -72,10 +73,11 @@ worker_event_source::start(caf::strong_actor_ptr pool,
 
 worker_event_source::worker_event_source(caf::weak_actor_ptr pool, platform::uring ring,
                                          ipc::doorbell wake,
-                                         std::shared_ptr<const policy::compiled_policy> policy)
+                                         std::shared_ptr<const policy::compiled_policy> policy,
+                                         mediation_context context)
   : pool_(std::move(pool)), ring_(std::move(ring)), wake_(std::move(wake)) {
   if (policy)
-    mediator_.emplace(std::move(policy));
+    mediator_.emplace(std::move(policy), std::move(context));
 }
 
 worker_event_source::~worker_event_source() {
@@ -166,23 +168,18 @@ void worker_event_source::on_control(uint64_t id, watched& w) {
   auto& m = w.mediated;
   if (m.listener)
     return;
-  auto got = platform::receive_fd(m.control_fd, MSG_DONTWAIT);
-  if (!got) {
-    if (got.error().code == EAGAIN || got.error().code == EINTR) {
-      arm_control(id, m.control_fd);
-      return;
-    }
-  }
-  if (!got || !got->fd) {
-    // The worker sent something else, or closed the socket: it gets no
-    // listener served, so its decided calls fail (ENOSYS) once it is gone.
-    spdlog::warn("pool event source: worker {}: {}", id,
-                 !got ? got.error().describe()
-                      : got->closed ? std::string("closed its control socket")
-                                    : std::string("sent no descriptor on its control socket"));
+  auto got = platform::take_listener(m.control_fd);
+  if (!got && (got.error().code == EAGAIN || got.error().code == EINTR)) {
+    arm_control(id, m.control_fd);
     return;
   }
-  m.listener = std::make_unique<platform::notify_listener>(std::move(got->fd));
+  if (!got) {
+    // The worker sent something else, or closed the socket: it gets no
+    // listener served, so its decided calls fail (ENOSYS) once it is gone.
+    spdlog::warn("pool event source: worker {}: {}", id, got.error().describe());
+    return;
+  }
+  m.listener = std::make_unique<platform::notify_listener>(std::move(*got));
   (void)m.listener->set_sync_wakeup();
   arm_notify(id, m.listener->fd());
 }

@@ -30,10 +30,12 @@ public:
   /// Starts the thread. Events go to `pool` (held weakly: the source never
   /// keeps the pool alive).
   /// `policy` decides the seccomp notifications of the workers that send a
-  /// listener (null: no worker does).
+  /// listener (null: no worker does), with what `context` says of their
+  /// sandbox (make_mediation_context).
   static outcome<std::unique_ptr<worker_event_source>>
   start(caf::strong_actor_ptr pool,
-        std::shared_ptr<const policy::compiled_policy> policy = nullptr);
+        std::shared_ptr<const policy::compiled_policy> policy = nullptr,
+        mediation_context context = {});
 
   worker_event_source(const worker_event_source&) = delete;
   worker_event_source& operator=(const worker_event_source&) = delete;
@@ -45,7 +47,7 @@ public:
   /// poll: readable once the process has exited). The fds must stay open
   /// until `unwatch(id)`; thread-safe.
   /// `control_fd` (-1: none) is the worker's control socket: the thread
-  /// receives the worker's seccomp listener there, then decides every
+  /// takes the worker's seccomp listener there, then decides every
   /// notification on it (syscall_mediator.hpp) and tells the pool about
   /// denials, warnings and optimistic kills.
   void watch(uint64_t id, int doorbell_fd, int pidfd, int control_fd = -1);
@@ -91,7 +93,8 @@ private:
   };
 
   worker_event_source(caf::weak_actor_ptr pool, platform::uring ring, ipc::doorbell wake,
-                      std::shared_ptr<const policy::compiled_policy> policy);
+                      std::shared_ptr<const policy::compiled_policy> policy,
+                      mediation_context context);
   void post(command cmd, bool wake = true);
   void run();
   void apply(const command& cmd, bool& running);

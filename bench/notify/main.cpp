@@ -1,16 +1,23 @@
 /// @file main.cpp
-/// The cost of a decided system call. In one run:
-///  - a sandboxed open(O_WRONLY)/close loop (test/support/notify_probe.c, in
-///    command mode) under a policy whose write rules the supervisor decides
-///    (the open goes through seccomp user notification: path copied, opened
-///    by the supervisor in the worker's root, decided, fd injected);
-///  - the same loop under the default policy (not decided: the kernel alone);
-///  - the floor: a bare notification round trip (a forked child's getppid
-///    answered with a value by this process), with
+/// The cost of a decided system call. In one run, each loop of
+/// test/support/notify_probe.c (command mode) under two policies:
+///  - the default policy (nothing decided: the kernel alone);
+///  - the same policy with carve-outs the supervisor decides: a write and
+///    mkdir denial under /tmp/never and a net deny rule, so that
+///      open(O_WRONLY)/close: the open goes through seccomp user notification
+///        (path copied, opened by the supervisor in the worker's root,
+///        decided, fd injected);
+///      mkdir: path copied, parent resolved in the root, decided, made by
+///        the supervisor as the worker (the untimed rmdir is not decided);
+///      connect of a UDP socket to 127.0.0.1: address copied, the socket's
+///        type read through pidfd_getfd, decided against the net rules,
+///        continued in the kernel;
+///  - and the floor: a bare notification round trip (a forked child's
+///    getppid answered with a value by this process), with
 ///    SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP where the kernel has it.
-/// Prints p50 and p99 of each and the added latency per decided open.
+/// Prints p50 and p99 of each and the latency added per decided call.
 ///
-/// Usage: bench_notify [opens]   (default 20000)
+/// Usage: bench_notify [calls]   (default 20000 per loop)
 
 #include <fcntl.h>
 #include <sys/prctl.h>
@@ -29,6 +36,7 @@
 #include <caf/all.hpp>
 
 #include "actors/actor_system_setup.hpp"
+#include "actors/policy/engine/ip.hpp"
 #include "actors/policy/engine/policy_loader.hpp"
 #include "actors/pool/pool_actor.hpp"
 #include "platform/install_layout.hpp"
@@ -47,10 +55,17 @@ struct percentiles {
   std::string error;
 };
 
-/// Runs the probe's open/close loop in a pool under `doc`.
-percentiles sandboxed_loop(caf::actor_system& sys, policy::policy_document doc,
-                           const std::string& probe, long opens) {
-  percentiles out;
+/// The loops of one policy, each in the same pool.
+struct loops {
+  percentiles open;
+  percentiles mkdir;
+  percentiles connect;
+};
+
+/// Runs the probe's loops in a pool under `doc`.
+loops sandboxed_loops(caf::actor_system& sys, policy::policy_document doc,
+                      const std::string& probe, long calls) {
+  loops out;
   pool_config pc;
   pc.size = 1;
   const std::string dir = probe.substr(0, probe.find_last_of('/'));
@@ -65,33 +80,40 @@ percentiles sandboxed_loop(caf::actor_system& sys, policy::policy_document doc,
   ex.verdict = policy::action::allow;
   ex.path = probe;
   doc.exec_rules.push_back(ex);
-  if (auto ok = apply_policy(doc, pc); !ok) {
-    out.error = ok.error().describe();
+  auto fail_all = [&](const std::string& why) {
+    for (auto* p : {&out.open, &out.mkdir, &out.connect})
+      p->error = why;
     return out;
-  }
+  };
+  if (auto ok = apply_policy(doc, pc); !ok)
+    return fail_all(ok.error().describe());
   auto pool = spawn_pool(sys, pc);
-  if (!pool) {
-    out.error = pool.error().describe();
-    return out;
-  }
+  if (!pool)
+    return fail_all(pool.error().describe());
   caf::scoped_actor self{sys};
-  exec_request req;
-  req.argv = {probe, "bench", "/tmp/bench-file", std::to_string(opens)};
-  req.timeout_ms = 120000;
-  self->request(*pool, std::chrono::minutes(3), exec_atom::value, req)
-    .receive(
-      [&](exec_result& r) {
-        long p50 = 0;
-        long p99 = 0;
-        if (std::sscanf(r.stdout_data.c_str(), "p50_ns %ld p99_ns %ld", &p50, &p99) == 2) {
-          out.p50_us = static_cast<double>(p50) / 1000.0;
-          out.p99_us = static_cast<double>(p99) / 1000.0;
-          out.ok = true;
-        } else {
-          out.error = "probe: " + r.stdout_data + r.stderr_data + r.detail;
-        }
-      },
-      [&](caf::error& e) { out.error = sys.render(e); });
+  auto run = [&](std::vector<std::string> argv, percentiles& p) {
+    exec_request req;
+    req.argv = std::move(argv);
+    req.timeout_ms = 120000;
+    self->request(*pool, std::chrono::minutes(3), exec_atom::value, req)
+      .receive(
+        [&](exec_result& r) {
+          long p50 = 0;
+          long p99 = 0;
+          if (std::sscanf(r.stdout_data.c_str(), "p50_ns %ld p99_ns %ld", &p50, &p99) == 2) {
+            p.p50_us = static_cast<double>(p50) / 1000.0;
+            p.p99_us = static_cast<double>(p99) / 1000.0;
+            p.ok = true;
+          } else {
+            p.error = "probe: " + r.stdout_data + r.stderr_data + r.detail;
+          }
+        },
+        [&](caf::error& e) { p.error = sys.render(e); });
+  };
+  const std::string n = std::to_string(calls);
+  run({probe, "bench", "/tmp/bench-file", n}, out.open);
+  run({probe, "bench-mkdir", "/tmp/bench-dir", n}, out.mkdir);
+  run({probe, "bench-connect", "9", n}, out.connect);
   caf::anon_send(*pool, shutdown_atom::value);
   return out;
 }
@@ -181,9 +203,9 @@ percentiles bare_round_trip(long n, bool& sync_wakeup) {
 } // namespace
 
 int main(int argc, char** argv) {
-  const long opens = argc > 1 ? std::atol(argv[1]) : 20000;
-  if (opens <= 0) {
-    std::fprintf(stderr, "usage: bench_notify [opens]\n");
+  const long calls = argc > 1 ? std::atol(argv[1]) : 20000;
+  if (calls <= 0) {
+    std::fprintf(stderr, "usage: bench_notify [calls]\n");
     return 2;
   }
   auto layout = platform::find_install_layout();
@@ -211,36 +233,53 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "bench_notify: %s\n", plain.to_failure().describe().c_str());
     return 1;
   }
-  // The same policy plus a write carve-out: opens for writing are decided.
+  // The same policy plus carve-outs: opens for writing, mkdir and the
+  // calls with an address are decided.
   policy::policy_document decided = *plain;
   policy::fs_rule carve;
   carve.verdict = policy::action::deny;
   carve.path = "/tmp/never";
-  carve.perms = policy::to_access(policy::fs_perm::write_file);
+  carve.perms = policy::to_access(policy::fs_perm::write_file) |
+                policy::to_access(policy::fs_perm::make_dir);
   decided.fs_rules.push_back(carve);
+  policy::net_rule net;
+  net.verdict = policy::action::deny;
+  net.proto = policy::net_proto::tcp;
+  net.cidr = *policy::parse_cidr("203.0.113.0/24");
+  net.cidr_text = "203.0.113.0/24";
+  net.ports = {{0, 65535}};
+  net.ports_text = "0-65535";
+  decided.net_rules.push_back(net);
 
   caf::actor_system_config cfg;
   prepare_actor_system_config(cfg);
   caf::actor_system sys{cfg};
 
   bool sync = false;
-  auto floor = bare_round_trip(opens, sync);
-  auto base = sandboxed_loop(sys, *plain, probe, opens);
-  auto med = sandboxed_loop(sys, decided, probe, opens);
-  for (const auto* p : {&floor, &base, &med})
+  auto floor = bare_round_trip(calls, sync);
+  auto base = sandboxed_loops(sys, *plain, probe, calls);
+  auto med = sandboxed_loops(sys, decided, probe, calls);
+  for (const auto* p : {&floor, &base.open, &base.mkdir, &base.connect, &med.open, &med.mkdir,
+                        &med.connect})
     if (!p->ok) {
       std::fprintf(stderr, "bench_notify: %s\n", p->error.c_str());
       return 1;
     }
-  std::printf("seccomp user notification, %ld calls each (µs per call)\n", opens);
-  std::printf("%-44s %9s %9s\n", "", "p50", "p99");
-  std::printf("%-44s %9.2f %9.2f\n",
+  std::printf("seccomp user notification, %ld calls each (µs per call)\n", calls);
+  std::printf("%-48s %9s %9s\n", "", "p50", "p99");
+  std::printf("%-48s %9.2f %9.2f\n",
               sync ? "bare round trip (getppid, sync wake-up)" : "bare round trip (getppid)",
               floor.p50_us, floor.p99_us);
-  std::printf("%-44s %9.2f %9.2f\n", "open+close in a sandbox, not decided", base.p50_us,
-              base.p99_us);
-  std::printf("%-44s %9.2f %9.2f\n", "open+close in a sandbox, decided", med.p50_us, med.p99_us);
-  std::printf("%-44s %9.2f %9.2f\n", "added per decided open", med.p50_us - base.p50_us,
-              med.p99_us - base.p99_us);
+  auto rows = [](const char* what, const percentiles& not_decided, const percentiles& d) {
+    std::printf("%-48s %9.2f %9.2f\n", (std::string(what) + ", not decided").c_str(),
+                not_decided.p50_us, not_decided.p99_us);
+    std::printf("%-48s %9.2f %9.2f\n", (std::string(what) + ", decided").c_str(), d.p50_us,
+                d.p99_us);
+    std::printf("%-48s %9.2f %9.2f\n", "  added per decided call", d.p50_us - not_decided.p50_us,
+                d.p99_us - not_decided.p99_us);
+  };
+  rows("open+close in a sandbox", base.open, med.open);
+  rows("mkdir in a sandbox", base.mkdir, med.mkdir);
+  rows("connect (UDP, 127.0.0.1) in a sandbox", base.connect, med.connect);
   return 0;
 }

@@ -56,6 +56,26 @@ outcome<void> process_memory::read(uint64_t addr, void* out, std::size_t len) no
   return {};
 }
 
+outcome<void> process_memory::write(uint64_t addr, const void* in, std::size_t len) noexcept {
+  if (addr + len < addr)
+    return errno_failure("write memory of pid " + std::to_string(pid_), EFAULT);
+  iovec local{const_cast<void*>(in), len};
+  iovec remote{reinterpret_cast<void*>(static_cast<uintptr_t>(addr)), len};
+  ssize_t n = ::process_vm_writev(pid_, &local, 1, &remote, 1, 0);
+  if (n < 0 && (errno == ENOSYS || errno == EPERM)) {
+    const std::string path = "/proc/" + std::to_string(pid_) + "/mem";
+    unique_fd mem(::open(path.c_str(), O_WRONLY | O_CLOEXEC));
+    if (!mem || addr > static_cast<uint64_t>(INT64_MAX))
+      return errno_failure("write memory of pid " + std::to_string(pid_), mem ? EFAULT : errno);
+    n = ::pwrite(mem.get(), in, len, static_cast<off_t>(addr));
+  }
+  if (n < 0)
+    return errno_failure("write memory of pid " + std::to_string(pid_));
+  if (static_cast<std::size_t>(n) != len)
+    return errno_failure("write memory of pid " + std::to_string(pid_), EFAULT);
+  return {};
+}
+
 outcome<std::string> process_memory::read_string(uint64_t addr, std::size_t max_len) {
   std::string out;
   char chunk[page_size];
@@ -64,13 +84,14 @@ outcome<std::string> process_memory::read_string(uint64_t addr, std::size_t max_
     // string may well end before it.
     const uint64_t to_page_end = page_size - (addr % page_size);
     const std::size_t want =
-      static_cast<std::size_t>(std::min<uint64_t>(to_page_end, max_len + 1 - out.size()));
+        static_cast<std::size_t>(std::min<uint64_t>(to_page_end, max_len + 1 - out.size()));
     const ssize_t n = read_some(addr, chunk, want);
     if (n < 0)
       return errno_failure("read string of pid " + std::to_string(pid_), static_cast<int>(-n));
     if (n == 0)
       return errno_failure("read string of pid " + std::to_string(pid_), EFAULT);
-    const auto* nul = static_cast<const char*>(std::memchr(chunk, '\0', static_cast<std::size_t>(n)));
+    const auto* nul =
+        static_cast<const char*>(std::memchr(chunk, '\0', static_cast<std::size_t>(n)));
     if (nul != nullptr) {
       out.append(chunk, static_cast<std::size_t>(nul - chunk));
       if (out.size() > max_len)
@@ -81,7 +102,7 @@ outcome<std::string> process_memory::read_string(uint64_t addr, std::size_t max_
     addr += static_cast<uint64_t>(n);
   }
   return errno_failure("read string of pid " + std::to_string(pid_) + ": longer than " +
-                         std::to_string(max_len) + " bytes",
+                           std::to_string(max_len) + " bytes",
                        ENAMETOOLONG);
 }
 

@@ -1,7 +1,7 @@
 #pragma once
 
 /// @file process_memory.hpp
-/// Bounded reads of another process's memory, for the supervisor deciding a
+/// Bounded reads (and the rare write) of another process's memory, for the supervisor deciding a
 /// seccomp notification. The target is hostile: an address may be unmapped,
 /// a string may have no terminator, and another thread may rewrite the bytes
 /// while they are read. So every read has a length limit, a string is
@@ -33,6 +33,11 @@ public:
   /// before the terminator: a longer one is an error (ENAMETOOLONG). Reads
   /// page by page, so a string ending just before an unmapped page is read.
   outcome<std::string> read_string(uint64_t addr, std::size_t max_len);
+
+  /// Writes exactly `len` bytes at `addr`: for what the kernel itself would
+  /// have stored in the caller's memory when the supervisor performs a call
+  /// for it (sendmmsg's per-message length). A short write is an error.
+  outcome<void> write(uint64_t addr, const void* in, std::size_t len) noexcept;
 
   pid_t pid() const noexcept { return pid_; }
 

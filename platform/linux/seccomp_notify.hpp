@@ -32,6 +32,10 @@ struct notify_spec {
   /// than O_RDONLY, or O_CREAT, or O_TRUNC (the flags are in a register, so
   /// the filter can see them). creat and openat2 (flags in memory) always.
   bool open_writes_only = false;
+  // `sendto` is always listed with an argument filter: only calls that name
+  // a destination (dest_addr non-null) are notified; a send on a connected
+  // socket has nothing to decide. sendmsg/sendmmsg keep their names in
+  // memory and are notified whenever listed.
 
   bool empty() const noexcept { return syscalls.empty(); }
 };
@@ -41,13 +45,19 @@ struct notify_spec {
 /// later thread and child inherits the filter; a call in the set blocks
 /// until the listener answers, and fails with ENOSYS once every copy of
 /// the listener is closed.
+///
+/// Where the kernel has it (5.19), the filter is loaded with
+/// SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV: once the supervisor has received
+/// a notification, only a fatal signal ends the caller's wait. A call the
+/// supervisor performs on the caller's behalf (an unlink, a rename) can
+/// then never be restarted by a signal and performed a second time.
 outcome<unique_fd> install_notify_filter(const notify_spec& spec);
 
 /// One notification, copied out of the kernel's structure.
 struct notification {
   uint64_t id = 0;
-  pid_t pid = 0;        ///< thread id of the caller, in the receiver's pid namespace
-  int nr = -1;          ///< system call number
+  pid_t pid = 0; ///< thread id of the caller, in the receiver's pid namespace
+  int nr = -1;   ///< system call number
   uint32_t arch = 0;
   uint64_t args[6] = {};
 };
@@ -89,9 +99,40 @@ public:
   /// definition for why SECCOMP_ADDFD_FLAG_SEND is not).
   outcome<int> respond_with_fd(uint64_t id, int fd, bool cloexec) noexcept;
 
+  /// Installs a duplicate of `fd` in the caller's table at number `target`,
+  /// replacing what is there (SECCOMP_ADDFD_FLAG_SETFD, as dup3 would), and
+  /// does not answer the call: the caller keeps waiting for a respond_*.
+  outcome<void> install_fd(uint64_t id, int fd, int target, bool cloexec) noexcept;
+
 private:
   unique_fd fd_;
 };
+
+// -- handing the listener over ---------------------------------------------
+//
+// The process that loaded the notify filter holds the only listener, and it
+// cannot send it with SCM_RIGHTS: sendmsg may be one of the calls the filter
+// hands to the supervisor, which has no listener yet to answer it. So the
+// process names the listener's number on a control socket with send() (a
+// sendto without an address, which the filter never lists), the supervisor
+// takes a duplicate with pidfd_getfd — it learns the sender's pid from the
+// socket's credentials — and answers one byte; only then does the process
+// close its own copy (a process holding a listener of its own filter could
+// answer its own calls).
+
+/// The supervisor's end of the control socket: the kernel must attach the
+/// sender's credentials (SO_PASSCRED) before the other end sends anything.
+outcome<void> prepare_listener_handover(int control_fd) noexcept;
+
+/// The process's side: names `listener` on `control_fd` and waits for the
+/// supervisor's answer. The caller closes `listener` afterwards.
+outcome<void> hand_over_listener(int control_fd, int listener) noexcept;
+
+/// The supervisor's side: reads one message from `control_fd` without
+/// waiting (EAGAIN: nothing yet), takes the named listener from the sending
+/// process and answers. A message that names no listener, or comes without
+/// credentials, is refused.
+outcome<unique_fd> take_listener(int control_fd) noexcept;
 
 /// True when this kernel has seccomp user notification: checked by the
 /// pool before it relies on fd injection (SECCOMP_IOCTL_NOTIF_ADDFD, 5.9).

@@ -155,6 +155,50 @@ BOOST_AUTO_TEST_CASE(json_lists_the_decided_system_calls) {
   BOOST_TEST(j["events"][1]["target"] == "/tmp/warned/y");
 }
 
+BOOST_AUTO_TEST_CASE(json_lists_decided_path_and_network_calls) {
+  const std::string policy =
+    castellan::test::source_dir() + "/test/integration/data/mediated.json";
+  auto r = cli({"exec", "--json", "--policy", policy,
+                "import os, socket\n"
+                "os.makedirs('/tmp/keep', exist_ok=True)\n"
+                "os.makedirs('/tmp/denied', exist_ok=True)\n"
+                "open('/tmp/keep/f', 'w').close()\n"
+                "open('/tmp/plain', 'w').close()\n"
+                "for call in (lambda: os.unlink('/tmp/keep/f'),\n"
+                "             lambda: os.rename('/tmp/plain', '/tmp/keep/f'),\n"
+                "             lambda: os.mkdir('/tmp/denied/d'),\n"
+                "             lambda: socket.socket().connect(('203.0.113.9', 443)),\n"
+                "             lambda: socket.socket(socket.AF_INET, socket.SOCK_DGRAM)"
+                ".sendto(b'x', ('127.0.0.1', 5353))):\n"
+                "    try:\n"
+                "        call()\n"
+                "    except PermissionError as e:\n"
+                "        print(e)\n"
+                "os.rename('/tmp/plain', '/tmp/moved')\n"
+                "print('done', os.path.exists('/tmp/keep/f'), os.path.exists('/tmp/moved'))\n"});
+  BOOST_TEST(r.exit_code == 0, r.err);
+  auto j = nlohmann::json::parse(r.out);
+  const std::string out = j["stdout"].get<std::string>();
+  for (const char* text :
+       {"(rule /fs/rules/14: unlink /tmp/keep/f)", "(rule /fs/rules/14: rename /tmp/keep/f)",
+        "(rule /fs/rules/13: mkdir /tmp/denied/d)",
+        "(rule /net/rules/0: connect tcp 203.0.113.9:443)",
+        "(rule /net/rules/1: sendto udp 127.0.0.1:5353)", "done True True"})
+    BOOST_TEST(out.find(text) != std::string::npos, text << " not in " << out);
+  BOOST_REQUIRE(j["events"].size() == 5u);
+  const char* expected[][3] = {{"unlink", "/tmp/keep/f", "/fs/rules/14"},
+                               {"rename", "/tmp/keep/f", "/fs/rules/14"},
+                               {"mkdir", "/tmp/denied/d", "/fs/rules/13"},
+                               {"connect", "tcp 203.0.113.9:443", "/net/rules/0"},
+                               {"sendto", "udp 127.0.0.1:5353", "/net/rules/1"}};
+  for (std::size_t i = 0; i < 5; ++i) {
+    BOOST_TEST(j["events"][i]["kind"] == "syscall_denied");
+    BOOST_TEST(j["events"][i]["syscall"] == expected[i][0]);
+    BOOST_TEST(j["events"][i]["target"] == expected[i][1]);
+    BOOST_TEST(j["events"][i]["rule"] == expected[i][2]);
+  }
+}
+
 BOOST_AUTO_TEST_CASE(a_request_policy_is_narrowed_in_fork_mode_or_gets_its_own_pool) {
   // Two host directories outside the default root; the pool's policy
   // grants reading the first.

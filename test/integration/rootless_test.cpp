@@ -72,6 +72,19 @@ public:
     return file.string();
   }
 
+  /// test/integration/data/mediated.json, its cgroup layer best effort: the
+  /// supervisor decides calls without root.
+  std::string write_mediated_policy() const {
+    std::ifstream in(fs::path(castellan::test::source_dir()) /
+                     "test/integration/data/mediated.json");
+    auto doc = nlohmann::json::parse(in);
+    doc["plugins"]["cgroups"] = {{"enabled", true}, {"best_effort", true}};
+    const auto file = root_ / "share/castellan/policies/mediated.json";
+    std::ofstream(file) << doc.dump(2);
+    fs::permissions(file, fs::perms(0644));
+    return file.string();
+  }
+
 private:
   fs::path root_;
 };
@@ -163,6 +176,44 @@ print(json.dumps({"pid": os.getpid(), "ppid": os.getppid(), "uid": os.getuid(),
   BOOST_TEST(report["landlock"]["enforced"] == true);
   BOOST_TEST(report["seccomp"]["enforced"] == true);
   BOOST_TEST(report["seccomp"]["no_new_privs"] == true);
+}
+
+BOOST_AUTO_TEST_CASE(decided_calls_are_served_without_root) {
+  // The listener is taken with pidfd_getfd and calls are performed on the
+  // worker's behalf by a supervisor that owns the worker's user namespace
+  // and nothing more.
+  require_unprivileged_user_namespaces();
+  staged_install inst;
+  const std::string policy = inst.write_mediated_policy();
+  const std::string code = R"PY(
+import os, socket
+os.makedirs("/tmp/keep", exist_ok=True)
+open("/tmp/keep/f", "w").close()
+try:
+    os.unlink("/tmp/keep/f")
+except PermissionError as e:
+    print(e)
+os.mkdir("/tmp/made")
+print("owner", os.stat("/tmp/made").st_uid)
+server = socket.socket(socket.AF_UNIX)
+server.bind("/tmp/s")
+server.listen()
+client = socket.socket(socket.AF_UNIX)
+client.connect("/tmp/s")
+print("connected", server.getsockname())
+)PY";
+  auto r =
+      as_nobody({inst.path("bin/castellan").string(), "exec", "--json", "--policy", policy, code});
+  BOOST_REQUIRE_MESSAGE(r.exit_code == 0, r.out + r.err);
+  auto j = nlohmann::json::parse(r.out);
+  const std::string out = j["stdout"];
+  BOOST_TEST(out.find("Permission denied by policy 'mediated' (rule /fs/rules/14: unlink "
+                      "/tmp/keep/f)") != std::string::npos,
+             out);
+  BOOST_TEST(out.find("owner 1000\n") != std::string::npos, out);
+  BOOST_TEST(out.find("connected /tmp/s\n") != std::string::npos, out);
+  BOOST_REQUIRE(j["events"].size() == 1u);
+  BOOST_TEST(j["events"][0]["syscall"] == "unlink");
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -1277,22 +1277,46 @@ class PolicyDenials:
             self._recent.append([p.decode("utf-8", "backslashreplace") for p in parts[1:]])
             del self._recent[:-self._KEEP]
 
-    def explain(self, error):
-        """A PermissionError naming the policy and rule behind `error`, or None."""
+    # The calls behind the socket methods that raise without a file name:
+    # only their own records explain them.
+    _SOCKET_CALLS = {
+        "connect": ("connect",),
+        "bind": ("bind",),
+        "sendto": ("sendto",),
+        "sendmsg": ("sendmsg", "sendmmsg"),
+    }
+
+    def explain(self, error, syscalls=None):
+        """A PermissionError naming the policy and rule behind `error`, or None.
+        A record matches by path (either of the call's two names), or, for a
+        call without a name (a socket), by system call."""
         self._drain()
-        name = error.filename
-        if isinstance(name, bytes):
-            name = name.decode("utf-8", "backslashreplace")
+        names = []
+        for name in (error.filename, getattr(error, "filename2", None)):
+            if isinstance(name, bytes):
+                name = name.decode("utf-8", "backslashreplace")
+            if name is not None:
+                names.append(os.fspath(name) if not isinstance(name, int) else str(name))
         for i in range(len(self._recent) - 1, -1, -1):
-            syscall, path, policy, rule, _errno = self._recent[i]
-            if name is None or str(name) == path or path.endswith("/" + os.path.basename(str(name))):
+            syscall, path, policy, rule, err = self._recent[i]
+            if err != str(error.errno):
+                continue
+            if syscalls is not None:
+                matches = syscall in syscalls
+            elif not names:
+                matches = True
+            else:
+                matches = any(n == path or path.endswith("/" + os.path.basename(n.rstrip("/")))
+                              for n in names)
+            if matches:
                 del self._recent[i]
                 message = (f"Permission denied by policy {policy!r} "
                            f"(rule {rule}: {syscall} {path})")
-                return PermissionError(error.errno, message, error.filename)
+                return PermissionError(error.errno, message, error.filename, None,
+                                       getattr(error, "filename2", None))
         return None
 
-    def wrap(self, fn):
+    def wrap(self, fn, syscalls=None):
         denials = self
 
         @functools.wraps(fn)
@@ -1300,21 +1324,72 @@ class PolicyDenials:
             try:
                 return fn(*args, **kwargs)
             except PermissionError as e:
-                better = denials.explain(e)
+                better = denials.explain(e, syscalls)
                 if better is None:
                     raise
                 raise better from None
         return wrapper
 
     def install(self):
-        """Wraps the functions through which code opens and executes files."""
+        """Wraps the functions through which code opens, executes, creates,
+        removes, renames and links files, and connects, binds and sends to
+        addresses."""
         builtins.open = self.wrap(builtins.open)
         io.open = builtins.open
         for name in ("open", "execv", "execve", "execvp", "execvpe", "execl", "execle",
-                     "execlp", "execlpe", "listdir", "scandir", "mkdir", "makedirs"):
+                     "execlp", "execlpe", "listdir", "scandir", "mkdir", "makedirs",
+                     "unlink", "remove", "rmdir", "removedirs", "rename", "renames",
+                     "replace", "link", "symlink", "truncate", "mknod", "mkfifo"):
             fn = getattr(os, name, None)
+            if fn is None:
+                continue
+            wrapped = self.wrap(fn)
+            setattr(os, name, wrapped)
+            # shutil and others test these sets by identity (rmtree chooses
+            # its symlink-safe variant when os.unlink supports dir_fd).
+            for support in ("supports_dir_fd", "supports_fd", "supports_follow_symlinks",
+                            "supports_effective_ids"):
+                group = getattr(os, support, None)
+                if isinstance(group, set) and fn in group:
+                    group.add(wrapped)
+        for name, syscalls in self._SOCKET_CALLS.items():
+            fn = getattr(socket.socket, name, None)
             if fn is not None:
-                setattr(os, name, self.wrap(fn))
+                setattr(socket.socket, name, self.wrap(fn, syscalls))
+        self._keep_unix_names()
+
+    @staticmethod
+    def _keep_unix_names():
+        """The supervisor binds a pathname socket relative to the directory
+        it checked, so the kernel records the name without its directory
+        (docs/security.md). getsockname() answers the path the code bound,
+        as it would without the supervisor: multiprocessing, for one, hands
+        that address to the processes that connect."""
+        import weakref  # installed after READY, with the serving modules
+
+        bound = weakref.WeakKeyDictionary()
+        plain_bind = socket.socket.bind
+        plain_name = socket.socket.getsockname
+
+        def bind(sock, address):
+            plain_bind(sock, address)
+            if sock.family == socket.AF_UNIX and isinstance(address, (str, bytes, os.PathLike)):
+                path = os.fsdecode(address)
+                if path and path[0] != "\0":
+                    bound[sock] = path
+
+        def getsockname(sock):
+            name = plain_name(sock)
+            path = bound.get(sock)
+            if (path is not None and isinstance(name, str) and "/" in path
+                    and name == os.path.basename(path)):
+                return path
+            return name
+
+        bind.__wrapped__ = plain_bind
+        getsockname.__wrapped__ = plain_name
+        socket.socket.bind = bind
+        socket.socket.getsockname = getsockname
 
 
 def _parse_args(argv):

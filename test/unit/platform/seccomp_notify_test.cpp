@@ -5,22 +5,26 @@
 #include <boost/test/unit_test.hpp>
 
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
+#include <sys/un.h>
+#include <sys/utsname.h>
 #include <sys/wait.h>
 #include <unistd.h>
-
-#include <pthread.h>
 #include <sys/stat.h>
+#include <pthread.h>
 
 #include <atomic>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "platform/linux/fd_passing.hpp"
 #include "platform/linux/process_memory.hpp"
@@ -240,6 +244,206 @@ BOOST_AUTO_TEST_CASE(an_injected_fd_survives_interruptions_of_the_answering_thre
   BOOST_TEST(WEXITSTATUS(st) == 0, "the caller got a wrong fd (exit " << WEXITSTATUS(st) << ")");
 }
 
+namespace {
+
+/// A child that loads a notify filter for `calls`, hands its listener over
+/// by number on `sock` (the pool's way), closes its copy and runs `body`;
+/// its exit code is `body`'s.
+template <class Body>
+pid_t start_handover_child(int parent_end, int child_end, std::vector<std::string> calls,
+                           Body body) {
+  BOOST_REQUIRE(prepare_listener_handover(parent_end).has_value());
+  const pid_t pid = ::fork();
+  BOOST_REQUIRE(pid >= 0);
+  if (pid == 0) {
+    ::close(parent_end);
+    if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0)
+      ::_exit(100);
+    notify_spec spec;
+    spec.syscalls = std::move(calls);
+    auto listener = install_notify_filter(spec);
+    if (!listener)
+      ::_exit(101);
+    if (!hand_over_listener(child_end, listener->get()))
+      ::_exit(102);
+    listener->reset();
+    ::_exit(body());
+  }
+  ::close(child_end);
+  return pid;
+}
+
+/// The listener the child named, once its message is there.
+notify_listener take(int sock) {
+  pollfd p{sock, POLLIN, 0};
+  BOOST_REQUIRE(::poll(&p, 1, 10000) == 1);
+  auto fd = take_listener(sock);
+  BOOST_REQUIRE_MESSAGE(fd, (fd ? "" : fd.error().describe()));
+  return notify_listener(std::move(*fd));
+}
+
+/// Kills the child if a failed check leaves it waiting for an answer.
+struct reaped_child {
+  pid_t pid = -1;
+  ~reaped_child() {
+    if (pid > 0) {
+      ::kill(pid, SIGKILL);
+      ::waitpid(pid, nullptr, 0);
+    }
+  }
+  int wait() {
+    int st = 0;
+    ::waitpid(pid, &st, 0);
+    pid = -1;
+    return WIFEXITED(st) ? WEXITSTATUS(st) : 200 + WTERMSIG(st);
+  }
+};
+
+volatile sig_atomic_t usr1_seen = 0;
+
+} // namespace
+
+BOOST_AUTO_TEST_CASE(the_listener_is_handed_over_by_number_while_sendmsg_is_decided) {
+  if (!notify_supported()) {
+    BOOST_TEST_MESSAGE("skipped: this kernel has no seccomp user notification");
+    return;
+  }
+  int pair[2];
+  BOOST_REQUIRE(::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, pair) == 0);
+  unique_fd control(pair[0]);
+  reaped_child child{start_handover_child(pair[0], pair[1], {"sendmsg", "sendto"}, [] {
+    int s[2];
+    if (::socketpair(AF_UNIX, SOCK_DGRAM, 0, s) != 0)
+      return 110;
+    // Without an address, sendto is not notified: it reaches the kernel.
+    if (::send(s[0], "plain", 5, 0) != 5)
+      return 111;
+    iovec iov{const_cast<char*>("hello"), 5};
+    msghdr h{};
+    h.msg_iov = &iov;
+    h.msg_iovlen = 1;
+    if (::sendmsg(s[0], &h, 0) != 5) // answered by the parent with 5
+      return 112;
+    sockaddr_un un{};
+    un.sun_family = AF_UNIX;
+    std::strcpy(un.sun_path, "/nonexistent");
+    if (::sendto(s[0], "x", 1, 0, reinterpret_cast<sockaddr*>(&un), sizeof un) != -1 ||
+        errno != EACCES) // refused by the parent
+      return 113;
+    return 0;
+  })};
+  auto listener = take(control.get());
+  auto n = listener.receive();
+  BOOST_REQUIRE(n);
+  BOOST_TEST(n->nr == SYS_sendmsg);
+  BOOST_TEST(listener.respond_value(n->id, 5).has_value());
+  n = listener.receive();
+  BOOST_REQUIRE(n);
+  BOOST_TEST(n->nr == SYS_sendto);
+  BOOST_TEST(n->args[4] != 0u);
+  BOOST_TEST(listener.respond_error(n->id, EACCES).has_value());
+  BOOST_TEST(child.wait() == 0);
+}
+
+BOOST_AUTO_TEST_CASE(a_received_notification_is_not_interrupted_by_a_signal) {
+  utsname u{};
+  int major = 0;
+  int minor = 0;
+  if (::uname(&u) != 0 || std::sscanf(u.release, "%d.%d", &major, &minor) != 2 ||
+      major * 100 + minor < 519 || !notify_supported()) {
+    BOOST_TEST_MESSAGE("skipped: SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV needs Linux 5.19");
+    return;
+  }
+  int pair[2];
+  BOOST_REQUIRE(::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, pair) == 0);
+  unique_fd control(pair[0]);
+  reaped_child child{start_handover_child(pair[0], pair[1], {"getppid"}, [] {
+    struct sigaction sa {};
+    sa.sa_handler = [](int) { usr1_seen = 1; };
+    sa.sa_flags = SA_RESTART;
+    if (::sigaction(SIGUSR1, &sa, nullptr) != 0)
+      return 110;
+    // Answered once, with 42: a signal during the wait must neither cut it
+    // short nor make the call be notified a second time.
+    const long r = ::syscall(SYS_getppid);
+    return r == 42 && usr1_seen == 1 ? 0 : 111;
+  })};
+  auto listener = take(control.get());
+  auto n = listener.receive();
+  BOOST_REQUIRE(n);
+  BOOST_TEST(n->nr == SYS_getppid);
+  BOOST_REQUIRE(::kill(child.pid, SIGUSR1) == 0);
+  // Give a signal that could interrupt the wait every chance to do so.
+  ::usleep(200 * 1000);
+  const bool still_pending = listener.id_valid(n->id);
+  BOOST_TEST(still_pending);
+  if (!still_pending)
+    return; // the child is waiting on a second notification: the guard kills it
+  BOOST_TEST(listener.respond_value(n->id, 42).has_value());
+  BOOST_TEST(child.wait() == 0);
+}
+
+BOOST_AUTO_TEST_CASE(install_fd_puts_a_descriptor_at_the_callers_number) {
+  if (!notify_supported()) {
+    BOOST_TEST_MESSAGE("skipped: this kernel has no seccomp user notification");
+    return;
+  }
+  int pair[2];
+  BOOST_REQUIRE(::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, pair) == 0);
+  unique_fd control(pair[0]);
+  reaped_child child{start_handover_child(pair[0], pair[1], {"getppid"}, [] {
+    if (::syscall(SYS_getppid) != 0)
+      return 110;
+    return ::write(100, "ok", 2) == 2 ? 0 : 111;
+  })};
+  auto listener = take(control.get());
+  auto n = listener.receive();
+  BOOST_REQUIRE(n);
+  int pipe_fds[2];
+  BOOST_REQUIRE(::pipe2(pipe_fds, O_CLOEXEC) == 0);
+  unique_fd rd(pipe_fds[0]);
+  unique_fd wr(pipe_fds[1]);
+  auto put = listener.install_fd(n->id, wr.get(), 100, true);
+  BOOST_REQUIRE_MESSAGE(put, (put ? "" : put.error().describe()));
+  BOOST_TEST(listener.respond_value(n->id, 0).has_value());
+  wr.reset();
+  BOOST_TEST(child.wait() == 0);
+  char buf[4] = {};
+  BOOST_TEST(::read(rd.get(), buf, sizeof buf) == 2);
+  BOOST_TEST(std::string(buf, 2) == "ok");
+}
+
+BOOST_AUTO_TEST_CASE(take_listener_refuses_anything_but_a_named_listener) {
+  int pair[2];
+  BOOST_REQUIRE(::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, pair) == 0);
+  unique_fd a(pair[0]);
+  unique_fd b(pair[1]);
+  auto none = take_listener(a.get());
+  BOOST_REQUIRE(!none);
+  BOOST_TEST(none.error().code == EAGAIN);
+  // Without SO_PASSCRED the sender is unknown.
+  BOOST_REQUIRE(::send(b.get(), "LISTENER 0", 10, 0) == 10);
+  auto anonymous = take_listener(a.get());
+  BOOST_REQUIRE(!anonymous);
+  BOOST_TEST(anonymous.error().describe().find("credentials") != std::string::npos,
+             anonymous.error().describe());
+  BOOST_REQUIRE(prepare_listener_handover(a.get()).has_value());
+  BOOST_REQUIRE(::send(b.get(), "hello", 5, 0) == 5);
+  auto garbage = take_listener(a.get());
+  BOOST_REQUIRE(!garbage);
+  BOOST_TEST(garbage.error().describe().find("named no listener") != std::string::npos);
+  // A real descriptor that is not a listener (our own stdin's number).
+  BOOST_REQUIRE(::send(b.get(), "LISTENER 0", 10, 0) == 10);
+  auto not_a_listener = take_listener(a.get());
+  BOOST_REQUIRE(!not_a_listener);
+  BOOST_TEST(not_a_listener.error().describe().find("not a seccomp listener") != std::string::npos,
+             not_a_listener.error().describe());
+  ::close(b.release());
+  auto closed = take_listener(a.get());
+  BOOST_REQUIRE(!closed);
+  BOOST_TEST(closed.error().code == EPIPE);
+}
+
 BOOST_AUTO_TEST_CASE(receive_fd_reports_a_message_without_a_descriptor) {
   int pair[2];
   BOOST_REQUIRE(::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, pair) == 0);
@@ -297,11 +501,24 @@ BOOST_AUTO_TEST_CASE(strings_and_bytes_are_copied_with_limits) {
   BOOST_TEST(!mem.read(~uint64_t{0} - 2, buf, 4)); // wraps around
 }
 
+BOOST_AUTO_TEST_CASE(a_write_lands_in_the_other_process) {
+  static char word[8] = "before";
+  frozen_child child;
+  process_memory mem(child.pid);
+  const auto addr = reinterpret_cast<uint64_t>(word);
+  BOOST_REQUIRE(mem.write(addr, "after!", 7).has_value());
+  auto s = mem.read_string(addr, 16);
+  BOOST_REQUIRE(s);
+  BOOST_TEST(*s == "after!");
+  BOOST_TEST(std::string(word) == "before"); // ours is untouched
+  BOOST_TEST(!mem.write(0, "x", 1));
+}
+
 BOOST_AUTO_TEST_CASE(a_string_running_into_an_unmapped_page_is_an_error) {
   const long page = ::sysconf(_SC_PAGESIZE);
-  auto* region = static_cast<char*>(::mmap(nullptr, static_cast<std::size_t>(page) * 2,
-                                           PROT_READ | PROT_WRITE,
-                                           MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
+  auto* region =
+      static_cast<char*>(::mmap(nullptr, static_cast<std::size_t>(page) * 2, PROT_READ | PROT_WRITE,
+                                MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
   BOOST_REQUIRE(region != MAP_FAILED);
   BOOST_REQUIRE(::munmap(region + page, static_cast<std::size_t>(page)) == 0);
   std::memset(region, 'a', static_cast<std::size_t>(page)); // no terminator before the hole
@@ -315,9 +532,9 @@ BOOST_AUTO_TEST_CASE(a_string_running_into_an_unmapped_page_is_an_error) {
   BOOST_TEST(*whole == "za");
   ::munmap(region, static_cast<std::size_t>(page));
   // No terminator before the hole: an error, never a read past it.
-  auto* open_ended = static_cast<char*>(::mmap(nullptr, static_cast<std::size_t>(page) * 2,
-                                               PROT_READ | PROT_WRITE,
-                                               MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
+  auto* open_ended =
+      static_cast<char*>(::mmap(nullptr, static_cast<std::size_t>(page) * 2, PROT_READ | PROT_WRITE,
+                                MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
   BOOST_REQUIRE(open_ended != MAP_FAILED);
   BOOST_REQUIRE(::munmap(open_ended + page, static_cast<std::size_t>(page)) == 0);
   std::memset(open_ended, 'b', static_cast<std::size_t>(page));
