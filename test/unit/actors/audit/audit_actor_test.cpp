@@ -204,8 +204,13 @@ BOOST_FIXTURE_TEST_CASE(subscribers_get_the_entries_their_filter_selects, audit_
   c.events = {"*"};
   auto a = spawn(c);
   caf::actor me = self;
+  // The actor gets its state as an argument: CAF 0.17 dereferences a null
+  // argument tuple when a function actor takes none (UBSan sees it).
   auto sub = sys.spawn(
-      [me]() -> caf::behavior { return {[me](const audit_entry& e) { caf::anon_send(me, e); }}; });
+      [](caf::actor to) -> caf::behavior {
+        return {[to](const audit_entry& e) { caf::anon_send(to, e); }};
+      },
+      me);
   track(sub);
   self->send(a, subscribe_atom::value, sub, audit_filter{{"syscall_denied", "oom"}, 42, ""});
   self->send(a, test::sample_security("policy_warning")); // other kind
@@ -247,9 +252,12 @@ BOOST_FIXTURE_TEST_CASE(a_slow_subscriber_gets_counted_reported_drops, audit_fix
   auto a = spawn(c);
   // Never answers: holds every promise, so its window stays full.
   auto promises = std::make_shared<std::vector<caf::response_promise>>();
-  auto sub = sys.spawn([promises](caf::event_based_actor* s) -> caf::behavior {
-    return {[=](const audit_entry&) { promises->push_back(s->make_response_promise()); }};
-  });
+  auto sub = sys.spawn(
+      [](caf::event_based_actor* s, std::shared_ptr<std::vector<caf::response_promise>> held)
+          -> caf::behavior {
+        return {[=](const audit_entry&) { held->push_back(s->make_response_promise()); }};
+      },
+      promises);
   track(sub);
   self->send(a, subscribe_atom::value, sub, audit_filter{});
   for (int i = 0; i < 20; ++i)
