@@ -30,4 +30,12 @@ caf::error make_error(castellan_errc code, const failure& err) {
   return caf::make_error(code, err.describe());
 }
 
+std::string describe(const caf::error& err, const caf::actor_system& sys) {
+  const auto& ctx = err.context();
+  if (err.category() == caf::detail::error_factory<castellan_errc>::category && ctx.size() == 1
+      && ctx.match_element<std::string>(0))
+    return ctx.get_as<std::string>(0);
+  return sys.render(err);
+}
+
 } // namespace castellan

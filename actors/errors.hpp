@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <string>
 
+#include <caf/actor_system.hpp>
 #include <caf/error.hpp>
 #include <caf/make_message.hpp>
 #include <caf/message.hpp>
@@ -31,6 +32,11 @@ caf::error make_error(castellan_errc code, std::string what);
 
 /// Converts a failure of the CAF-free layers.
 caf::error make_error(castellan_errc code, const failure& err);
+
+/// What a person reads: for our errors the message they carry, as written
+/// (CAF's own rendering quotes and escapes it); other errors as CAF renders
+/// them.
+std::string describe(const caf::error& err, const caf::actor_system& sys);
 
 } // namespace castellan
 

@@ -222,13 +222,13 @@ int run_request(const exec_options& o, exec_request req,
           print_result(r, o.json);
           rc = r.exit_code;
         },
-        [&](caf::error& err) { std::cerr << "castellan: " << sys.render(err) << "\n"; });
+        [&](caf::error& err) { std::cerr << "castellan: " << describe(err, sys) << "\n"; });
     }
     if (!o.audit_log.empty())
       self->request(*sup, std::chrono::seconds(30), audit_flush_atom::value)
         .receive([](audit_stats&) {},
                  [&](caf::error& err) {
-                   std::cerr << "castellan: audit log: " << sys.render(err) << "\n";
+                   std::cerr << "castellan: audit log: " << describe(err, sys) << "\n";
                  });
     self->send(*sup, shutdown_atom::value);
   }
@@ -275,7 +275,7 @@ int run_status(const exec_options& o, bool metrics) {
     self->request(*sup, std::chrono::seconds(10), atom)
       .receive([&](std::string& text) { std::cout << text; },
                [&](caf::error& err) {
-                 std::cerr << "castellan: " << what << ": " << sys.render(err) << "\n";
+                 std::cerr << "castellan: " << what << ": " << describe(err, sys) << "\n";
                  rc = usage_exit_code;
                });
   };

@@ -79,7 +79,7 @@ void interrupt_canceller::run(caf::actor_system& sys, supervisor_actor sup, uint
               r.outcome != cancel_outcome::cancelled_queued)
             std::cerr << "castellan: " << r.detail << "\n";
         },
-        [&](caf::error& err) { std::cerr << "castellan: cancel: " << sys.render(err) << "\n"; });
+        [&](caf::error& err) { std::cerr << "castellan: cancel: " << describe(err, sys) << "\n"; });
   }
 }
 

@@ -256,6 +256,17 @@ BOOST_AUTO_TEST_CASE(a_request_policy_is_narrowed_in_fork_mode_or_gets_its_own_p
   BOOST_TEST(bad.exit_code == 2);
   BOOST_TEST(bad.err.find("invalid request policy") != std::string::npos, bad.err);
   BOOST_TEST(bad.err.find("/limits/pids: 0") != std::string::npos, bad.err);
+
+  // Valid, but above what the supervisor allows: refused by the supervisor,
+  // and said as written (not as CAF renders an error, quoted and escaped).
+  const std::string greedy =
+      write("greedy.json", {{"version", 1}, {"limits", {{"pids", 60000}}}});
+  auto refused = cli({"exec", "--request-policy", greedy, "print(1)"});
+  BOOST_TEST(refused.exit_code != 0);
+  BOOST_TEST(refused.err.find("/limits/pids") != std::string::npos, refused.err);
+  BOOST_TEST(refused.err.find("(ceiling)") != std::string::npos, refused.err);
+  BOOST_TEST(refused.err.find("error(") == std::string::npos, refused.err);
+  BOOST_TEST(refused.err.find("\\\"") == std::string::npos, refused.err);
   std::error_code ec;
   std::filesystem::remove_all(dir, ec);
 }
