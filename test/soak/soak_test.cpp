@@ -29,6 +29,7 @@
 #include "support/actor_system_fixture.hpp"
 #include "support/leak_snapshot.hpp"
 #include "support/process_scan.hpp"
+#include "support/sanitizers.hpp"
 
 using namespace castellan;
 using namespace std::chrono_literals;
@@ -207,7 +208,11 @@ struct soak_fixture : test::actor_system_fixture {
       me->send(sup, exec_atom::value, std::move(req));
       if (k == kind::cancel) {
         std::this_thread::sleep_for(std::chrono::milliseconds(cancel_delay_ms(rng)));
-        me->request(sup, 30s, cancel_atom::value, id)
+        // No request timeout: its delayed message would outlive the answer
+        // and sit in this actor's mailbox (LeakSanitizer reports it at the
+        // end); the supervisor always answers, and CTest's timeout catches a
+        // hang.
+        me->request(sup, caf::infinite, cancel_atom::value, id)
             .receive(
                 [&](cancel_reply& r) {
                   if (r.outcome == cancel_outcome::cancelled_running)
@@ -360,8 +365,12 @@ BOOST_AUTO_TEST_CASE(execs_with_kills_answer_each_once_and_leak_nothing) {
   for (std::size_t k = 0; k < kind_count; ++k)
     BOOST_TEST(planned[k] > 0u, kind_names[k] << " never drawn");
   BOOST_TEST(seen.cancelled_running > 0u);
-  BOOST_TEST(after.rss_kib * 10 < warm.rss_kib * 11,
-             "RSS grew from " << warm.rss_kib << " to " << after.rss_kib << " KiB");
+  if (test::address_sanitizer)
+    BOOST_TEST_MESSAGE("  RSS bound not checked under AddressSanitizer (its quarantine holds "
+                       "freed memory); the plain build checks it");
+  else
+    BOOST_TEST(after.rss_kib * 10 < warm.rss_kib * 11,
+               "RSS grew from " << warm.rss_kib << " to " << after.rss_kib << " KiB");
 
   // Shut down: nothing the supervisor started may outlive it.
   caf::anon_send(*sup, shutdown_atom::value);

@@ -10,6 +10,7 @@
 #include "actors/audit/audit_actor.hpp"
 #include "actors/telemetry/telemetry_actor.hpp"
 #include "audit_test_support.hpp"
+#include "support/sanitizers.hpp"
 
 using namespace castellan;
 using namespace std::chrono_literals;
@@ -375,7 +376,11 @@ BOOST_FIXTURE_TEST_CASE(a_flood_of_100000_events_loses_nothing_in_bounded_memory
                                           << " KiB, writer queue high water " << st.queue_high_water
                                           << ", backlog high water "
                                           << pressure->backlog_high_water());
-  BOOST_TEST(max_rss - rss_before < 16ull << 20);
+  if (test::address_sanitizer)
+    BOOST_TEST_MESSAGE("flood: RSS bound not checked under AddressSanitizer (its quarantine "
+                       "holds freed memory); the plain build checks it");
+  else
+    BOOST_TEST(max_rss - rss_before < 16ull << 20);
 }
 
 BOOST_FIXTURE_TEST_CASE(a_flood_without_admission_control_still_loses_nothing, audit_fixture) {
