@@ -17,6 +17,8 @@
 #include <cstring>
 #include <vector>
 
+#include <spdlog/spdlog.h>
+
 #include "actors/policy/engine/path.hpp"
 #include "actors/pool/mediation_support.hpp"
 #include "actors/pool/sandbox_profile.hpp"
@@ -551,7 +553,16 @@ void syscall_mediator::decide_open(mediated_worker& w, call& c, mediation_result
   const bool cloexec = (flags & O_CLOEXEC) != 0;
   const bool o_path = (flags & O_PATH) != 0;
   auto answer_fd = [&](int fd) -> bool {
-    auto sent = listener.respond_with_fd(n.id, fd, cloexec);
+    if (!one_step_fds_)
+      return static_cast<bool>(listener.respond_with_fd(n.id, fd, cloexec));
+    auto sent = listener.send_fd(n.id, fd, cloexec);
+    if (!sent && sent.error().code == EINPROGRESS) {
+      // The caller's open returned 0: it must not run on believing that is
+      // the file. Its whole sandbox goes (the pool reports worker_lost).
+      spdlog::error("pool: worker {}: {}; killing the worker", w.id, sent.error().describe());
+      (void)platform::pidfd_signal(w.pidfd, SIGKILL);
+      w.killed = true;
+    }
     return static_cast<bool>(sent);
   };
   auto report = [&](const std::string& target, const pol::decision& d) {

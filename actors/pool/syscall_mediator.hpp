@@ -110,6 +110,13 @@ public:
   /// there was none (EAGAIN) or the caller went away before it was read.
   std::optional<mediation_result> handle(mediated_worker& w);
 
+  /// Answers opens with their fd in one step (notify_listener::send_fd,
+  /// one wake-up of the caller instead of two). Only for a thread nothing
+  /// interrupts: the pool's event source blocks every signal and runs a ring
+  /// that defers its task work. A one-step answer interrupted all the same
+  /// leaves the caller with a wrong result: its worker is killed.
+  void answer_fds_in_one_step(bool on) noexcept { one_step_fds_ = on; }
+
   /// Replaces the policy for the next decisions (called on the same thread).
   void set_policy(std::shared_ptr<const policy::compiled_policy> policy);
   const policy::compiled_policy& policy() const noexcept { return *policy_; }
@@ -198,6 +205,7 @@ private:
   uid_t current_fsuid_ = static_cast<uid_t>(-1);
   gid_t current_fsgid_ = static_cast<gid_t>(-1);
   int private_fs_ = 0; ///< 0 not tried, 1 done, -1 refused
+  bool one_step_fds_ = false;
 };
 
 /// The system call names the notify filter must list for `policy`, and

@@ -1,6 +1,8 @@
 #include "actors/pool/worker_event_source.hpp"
 
 #include <poll.h>
+#include <pthread.h>
+#include <signal.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
@@ -48,7 +50,10 @@ worker_event_source::start(caf::strong_actor_ptr pool,
                            mediation_context context) {
   // Two polls per worker plus the wake poll and removals: 256 slots cover a
   // large pool; the SQ is flushed when it fills anyway.
-  auto ring = platform::uring::create(256);
+  // A ring that defers its task work to this source's thread: io_uring
+  // then never interrupts the thread's other blocking calls, which lets the
+  // mediator answer an open with its fd in one step (answer_fds_in_one_step).
+  auto ring = platform::uring::create_single_issuer(256);
   if (!ring)
     return ring.error().wrap("pool event source");
   auto wake = ipc::doorbell::create();
@@ -57,9 +62,19 @@ worker_event_source::start(caf::strong_actor_ptr pool,
   std::unique_ptr<worker_event_source> src(new worker_event_source(
     caf::actor_cast<caf::weak_actor_ptr>(pool), std::move(*ring), std::move(*wake),
     std::move(policy), std::move(context)));
-  src->arm_wake();
-  io_uring_submit(src->ring_.get());
+  src->arm_wake(); // submitted by the thread's first wait
   src->thread_ = std::thread([s = src.get()] {
+    // No signal is for this thread (workers are watched through pidfds):
+    // blocked, none interrupts an answer to a worker's call.
+    sigset_t all;
+    ::sigfillset(&all);
+    ::pthread_sigmask(SIG_BLOCK, &all, nullptr);
+    if (auto adopted = s->ring_.adopt(); !adopted) {
+      spdlog::critical("pool event source: {}", adopted.error().describe());
+      return;
+    }
+    if (s->mediator_)
+      s->mediator_->answer_fds_in_one_step(s->ring_.defers_task_work());
     // This thread opens, creates and removes files for workers
     // (syscall_mediator): it must not carry the supervisor's supplementary
     // groups into those checks. The raw call changes this thread only

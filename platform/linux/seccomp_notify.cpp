@@ -237,6 +237,24 @@ outcome<int> notify_listener::respond_with_fd(uint64_t id, int fd, bool cloexec)
   return rc;
 }
 
+outcome<int> notify_listener::send_fd(uint64_t id, int fd, bool cloexec) noexcept {
+  seccomp_notif_addfd add{};
+  add.id = id;
+  add.flags = SECCOMP_ADDFD_FLAG_SEND;
+  add.srcfd = static_cast<uint32_t>(fd);
+  add.newfd = 0;
+  add.newfd_flags = cloexec ? O_CLOEXEC : 0;
+  const int rc = ::ioctl(fd_.get(), SECCOMP_IOCTL_NOTIF_ADDFD, &add);
+  if (rc >= 0)
+    return rc;
+  // Interrupted (EINTR), or interrupted and restarted (EINPROGRESS: the call
+  // is marked answered): either way the caller got 0. Not retried.
+  if (errno == EINTR || errno == EINPROGRESS)
+    return failure{EINPROGRESS,
+                   "seccomp notify: the fd answer was interrupted; the caller got 0 instead"};
+  return errno_failure("seccomp notify: send fd");
+}
+
 namespace {
 
 constexpr const char* handover_word = "LISTENER ";

@@ -96,8 +96,17 @@ public:
   /// Installs a duplicate of `fd` in the caller (close-on-exec when
   /// `cloexec`), then answers the call with its number. Returns that number.
   /// Safe on a thread that signals or io_uring task work interrupt (see the
-  /// definition for why SECCOMP_ADDFD_FLAG_SEND is not).
+  /// definition for why SECCOMP_ADDFD_FLAG_SEND is not); the caller is woken
+  /// twice (once to take the fd, once for the answer).
   outcome<int> respond_with_fd(uint64_t id, int fd, bool cloexec) noexcept;
+
+  /// The same in one step (SECCOMP_ADDFD_FLAG_SEND): the caller is woken
+  /// once. For a thread that nothing interrupts — all signals blocked, no
+  /// io_uring ring queueing task work to it. If the wait for the caller is
+  /// interrupted all the same (SIGSTOP, the freezer), the kernel has already
+  /// answered the call with 0, not the fd: that is reported as an error with
+  /// code EINPROGRESS, and the caller must not be let run on.
+  outcome<int> send_fd(uint64_t id, int fd, bool cloexec) noexcept;
 
   /// Installs a duplicate of `fd` in the caller's table at number `target`,
   /// replacing what is there (SECCOMP_ADDFD_FLAG_SETFD, as dup3 would), and

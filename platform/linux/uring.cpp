@@ -1,5 +1,9 @@
 #include "platform/linux/uring.hpp"
 
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cerrno>
 #include <cstring>
 
 namespace castellan::platform {
@@ -12,7 +16,36 @@ outcome<uring> uring::create(unsigned entries) {
   return r;
 }
 
-uring::uring(uring&& other) noexcept : ring_(other.ring_), live_(other.live_) {
+outcome<uring> uring::create_single_issuer(unsigned entries) {
+  uring r;
+  const unsigned flags =
+    IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_DEFER_TASKRUN | IORING_SETUP_R_DISABLED;
+  int rc = io_uring_queue_init(entries, &r.ring_, flags);
+  if (rc == -EINVAL) // before 6.1: a plain ring
+    return create(entries);
+  if (rc < 0)
+    return errno_failure("io_uring_queue_init", -rc);
+  r.live_ = true;
+  r.deferred_ = true;
+  r.disabled_ = true;
+  return r;
+}
+
+outcome<void> uring::adopt() {
+  if (!disabled_)
+    return {};
+  // Enabling a SINGLE_ISSUER ring makes the caller its submitter. The raw
+  // call: Debian's liburing.so does not export io_uring_enable_rings.
+  if (::syscall(__NR_io_uring_register, ring_.ring_fd, IORING_REGISTER_ENABLE_RINGS, nullptr, 0) <
+      0)
+    return errno_failure("io_uring_register(IORING_REGISTER_ENABLE_RINGS)");
+  disabled_ = false;
+  return {};
+}
+
+uring::uring(uring&& other) noexcept
+  : ring_(other.ring_), live_(other.live_), deferred_(other.deferred_),
+    disabled_(other.disabled_) {
   other.live_ = false;
   std::memset(&other.ring_, 0, sizeof other.ring_);
 }

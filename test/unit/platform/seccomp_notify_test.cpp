@@ -244,6 +244,110 @@ BOOST_AUTO_TEST_CASE(an_injected_fd_survives_interruptions_of_the_answering_thre
   BOOST_TEST(WEXITSTATUS(st) == 0, "the caller got a wrong fd (exit " << WEXITSTATUS(st) << ")");
 }
 
+BOOST_AUTO_TEST_CASE(a_one_step_fd_answer_that_is_interrupted_is_reported_lost) {
+  // send_fd (SECCOMP_ADDFD_FLAG_SEND) is for threads nothing interrupts.
+  // Interrupted all the same, the caller's open returns 0: each such answer
+  // must be reported (EINPROGRESS), every other one must be the very fd.
+  if (!notify_supported()) {
+    BOOST_TEST_MESSAGE("skipped: this kernel has no seccomp user notification");
+    return;
+  }
+  constexpr int opens = 3000;
+  int pair[2];
+  BOOST_REQUIRE(::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, pair) == 0);
+  const pid_t pid = ::fork();
+  BOOST_REQUIRE(pid >= 0);
+  if (pid == 0) {
+    ::close(pair[0]);
+    if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0)
+      ::_exit(100);
+    notify_spec spec;
+    spec.syscalls = {"openat"};
+    spec.open_writes_only = true;
+    auto listener = install_notify_filter(spec);
+    if (!listener || !send_fd(pair[1], listener->get()))
+      ::_exit(101);
+    listener->reset();
+    int zeros = 0;
+    for (int i = 0; i < opens; ++i) {
+      const int fd = ::open("/notify-test/pipe", O_WRONLY | O_CLOEXEC);
+      if (fd == 0) {
+        ++zeros; // a lost answer: fd 0 stays what it was
+        continue;
+      }
+      struct stat st;
+      if (fd < 0 || ::fstat(fd, &st) != 0 || !S_ISFIFO(st.st_mode))
+        ::_exit(103);
+      ::close(fd);
+    }
+    if (::write(pair[1], &zeros, sizeof zeros) != sizeof zeros)
+      ::_exit(104);
+    ::_exit(0);
+  }
+  ::close(pair[1]);
+  unique_fd sock(pair[0]);
+  auto got = receive_fd(sock.get());
+  BOOST_REQUIRE(got);
+  BOOST_REQUIRE(got->fd);
+  notify_listener listener(std::move(got->fd));
+  int pipe_fds[2];
+  BOOST_REQUIRE(::pipe2(pipe_fds, O_CLOEXEC) == 0);
+  unique_fd rd(pipe_fds[0]);
+  unique_fd wr(pipe_fds[1]);
+
+  struct sigaction sa {};
+  struct sigaction old {};
+  sa.sa_handler = ignore_signal;
+  sa.sa_flags = 0; // no SA_RESTART: the ioctl sees EINTR
+  ::sigemptyset(&sa.sa_mask);
+  BOOST_REQUIRE(::sigaction(SIGUSR1, &sa, &old) == 0);
+  std::atomic<bool> done{false};
+  const pthread_t answering = ::pthread_self();
+  std::thread interrupter([&] {
+    while (!done.load(std::memory_order_relaxed)) {
+      ::pthread_kill(answering, SIGUSR1);
+      std::this_thread::yield();
+    }
+  });
+  int answered = 0;
+  int lost = 0;
+  int failed = 0;
+  std::string first_failure;
+  while (answered + lost + failed < opens) {
+    auto n = listener.receive();
+    if (!n) {
+      if (n.error().code == EINTR)
+        continue;
+      if (first_failure.empty())
+        first_failure = n.error().describe();
+      break;
+    }
+    if (auto r = listener.send_fd(n->id, wr.get(), true); r) {
+      ++answered;
+    } else if (r.error().code == EINPROGRESS) {
+      ++lost;
+    } else {
+      ++failed;
+      if (first_failure.empty())
+        first_failure = r.error().describe();
+    }
+  }
+  done = true;
+  interrupter.join();
+  ::sigaction(SIGUSR1, &old, nullptr);
+  int zeros = -1;
+  BOOST_TEST(::read(sock.get(), &zeros, sizeof zeros) == static_cast<ssize_t>(sizeof zeros));
+  int st = 0;
+  ::waitpid(pid, &st, 0);
+  BOOST_TEST_MESSAGE("one-step fd answers: " << answered << " delivered, " << lost
+                                             << " interrupted and reported");
+  BOOST_TEST(failed == 0, failed << " answers failed, the first: " << first_failure);
+  BOOST_TEST(answered + lost == opens, first_failure);
+  BOOST_TEST(zeros == lost, "the caller got 0 " << zeros << " times, " << lost << " reported");
+  BOOST_TEST(WIFEXITED(st));
+  BOOST_TEST(WEXITSTATUS(st) == 0, "the caller got a wrong fd (exit " << WEXITSTATUS(st) << ")");
+}
+
 namespace {
 
 /// A child that loads a notify filter for `calls`, hands its listener over
