@@ -24,6 +24,7 @@
 #include <cstring>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "platform/linux/fd_passing.hpp"
@@ -151,95 +152,144 @@ BOOST_AUTO_TEST_CASE(an_unknown_syscall_name_is_refused) {
 
 extern "C" void ignore_signal(int) {}
 
+namespace {
+
+/// A child that has the supervisor decide its write-opens and opens
+/// `opens` times; every answer must be a pipe. An open that returns 0 (a
+/// lost answer) ends it with 103 unless `zeros_allowed`; the number of them
+/// is written on the socket before it exits 0.
+struct open_loop_child {
+  pid_t pid = -1;
+  unique_fd sock;
+  notify_listener listener;
+
+  static open_loop_child start(int opens, bool zeros_allowed) {
+    int pair[2];
+    BOOST_REQUIRE(::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, pair) == 0);
+    const pid_t pid = ::fork();
+    BOOST_REQUIRE(pid >= 0);
+    if (pid == 0) {
+      ::close(pair[0]);
+      if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0)
+        ::_exit(100);
+      notify_spec spec;
+      spec.syscalls = {"openat"};
+      spec.open_writes_only = true;
+      auto listener = install_notify_filter(spec);
+      if (!listener || !send_fd(pair[1], listener->get()))
+        ::_exit(101);
+      listener->reset();
+      int zeros = 0;
+      for (int i = 0; i < opens; ++i) {
+        const int fd = ::open("/notify-test/pipe", O_WRONLY | O_CLOEXEC);
+        if (fd == 0 && zeros_allowed) {
+          ++zeros; // fd 0 stays what it was
+          continue;
+        }
+        struct stat st;
+        if (fd <= 0 || ::fstat(fd, &st) != 0 || !S_ISFIFO(st.st_mode))
+          ::_exit(103);
+        ::close(fd);
+      }
+      if (::write(pair[1], &zeros, sizeof zeros) != sizeof zeros)
+        ::_exit(104);
+      ::_exit(0);
+    }
+    ::close(pair[1]);
+    unique_fd sock(pair[0]);
+    auto got = receive_fd(sock.get());
+    BOOST_REQUIRE(got);
+    BOOST_REQUIRE(got->fd);
+    return {pid, std::move(sock), notify_listener(std::move(got->fd))};
+  }
+
+  /// The zeros it counted, and how it ended.
+  std::pair<int, int> finish() {
+    int zeros = -1;
+    if (::read(sock.get(), &zeros, sizeof zeros) != static_cast<ssize_t>(sizeof zeros))
+      zeros = -1;
+    int st = 0;
+    ::waitpid(pid, &st, 0);
+    pid = -1;
+    return {zeros, st};
+  }
+};
+
+/// Signals this thread (SIGUSR1, handled, `restart` as SA_RESTART) as fast
+/// as another thread can, until destroyed.
+class interrupter {
+public:
+  explicit interrupter(bool restart) : target_(::pthread_self()) {
+    struct sigaction sa {};
+    sa.sa_handler = ignore_signal;
+    sa.sa_flags = restart ? SA_RESTART : 0;
+    ::sigemptyset(&sa.sa_mask);
+    BOOST_REQUIRE(::sigaction(SIGUSR1, &sa, &old_) == 0);
+    thread_ = std::thread([this] {
+      while (!done_.load(std::memory_order_relaxed)) {
+        ::pthread_kill(target_, SIGUSR1);
+        std::this_thread::yield();
+      }
+    });
+  }
+  ~interrupter() {
+    done_ = true;
+    thread_.join();
+    ::sigaction(SIGUSR1, &old_, nullptr);
+  }
+
+private:
+  pthread_t target_;
+  struct sigaction old_ {};
+  std::atomic<bool> done_{false};
+  std::thread thread_;
+};
+
+} // namespace
+
 BOOST_AUTO_TEST_CASE(an_injected_fd_survives_interruptions_of_the_answering_thread) {
   // The thread that answers may be interrupted while the kernel waits for
-  // the caller to take the fd: a signal, or io_uring task work (the pool's
-  // event source answers on its ring's thread). Every open must still get
-  // the very fd it was answered with, never a number the kernel made up.
+  // the caller to take the fd: a signal, or io_uring task work (a plain
+  // ring's completions are task work for the thread that submitted). Every
+  // open must still get the very fd it was answered with, never a number
+  // the kernel made up.
   if (!notify_supported()) {
     BOOST_TEST_MESSAGE("skipped: this kernel has no seccomp user notification");
     return;
   }
   constexpr int opens = 3000;
-  int pair[2];
-  BOOST_REQUIRE(::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, pair) == 0);
-  const pid_t pid = ::fork();
-  BOOST_REQUIRE(pid >= 0);
-  if (pid == 0) {
-    ::close(pair[0]);
-    if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0)
-      ::_exit(100);
-    notify_spec spec;
-    spec.syscalls = {"openat"};
-    spec.open_writes_only = true;
-    auto listener = install_notify_filter(spec);
-    if (!listener || !send_fd(pair[1], listener->get()))
-      ::_exit(101);
-    listener->reset();
-    for (int i = 0; i < opens; ++i) {
-      const int fd = ::open("/notify-test/pipe", O_WRONLY | O_CLOEXEC);
-      if (fd < 0)
-        ::_exit(102);
-      struct stat st;
-      // The answer is a pipe; fd 0 (what a lost answer returns) is not.
-      if (::fstat(fd, &st) != 0 || !S_ISFIFO(st.st_mode) || fd == 0)
-        ::_exit(103);
-      ::close(fd);
-    }
-    ::_exit(0);
-  }
-  ::close(pair[1]);
-  unique_fd sock(pair[0]);
-  auto got = receive_fd(sock.get());
-  BOOST_REQUIRE(got);
-  BOOST_REQUIRE(got->fd);
-  notify_listener listener(std::move(got->fd));
+  auto child = open_loop_child::start(opens, false);
   int pipe_fds[2];
   BOOST_REQUIRE(::pipe2(pipe_fds, O_CLOEXEC) == 0);
   unique_fd rd(pipe_fds[0]);
   unique_fd wr(pipe_fds[1]);
-
-  struct sigaction sa {};
-  struct sigaction old {};
-  sa.sa_handler = ignore_signal;
-  sa.sa_flags = SA_RESTART;
-  ::sigemptyset(&sa.sa_mask);
-  BOOST_REQUIRE(::sigaction(SIGUSR1, &sa, &old) == 0);
-  std::atomic<bool> done{false};
-  const pthread_t answering = ::pthread_self();
-  std::thread interrupter([&] {
-    while (!done.load(std::memory_order_relaxed)) {
-      ::pthread_kill(answering, SIGUSR1);
-      std::this_thread::yield();
-    }
-  });
   int answered = 0;
   int failed = 0;
   std::string first_failure;
-  while (answered + failed < opens) {
-    auto n = listener.receive();
-    if (!n) {
-      if (n.error().code == EINTR)
-        continue; // the receive itself was interrupted: nothing lost
-      if (first_failure.empty())
-        first_failure = n.error().describe(); // ENOENT: the caller is gone
-      break;
-    }
-    if (auto r = listener.respond_with_fd(n->id, wr.get(), true); r) {
-      ++answered;
-    } else {
-      ++failed;
-      if (first_failure.empty())
-        first_failure = r.error().describe();
+  {
+    interrupter signals(true);
+    while (answered + failed < opens) {
+      auto n = child.listener.receive();
+      if (!n) {
+        if (n.error().code == EINTR)
+          continue; // the receive itself was interrupted: nothing lost
+        if (first_failure.empty())
+          first_failure = n.error().describe(); // ENOENT: the caller is gone
+        break;
+      }
+      if (auto r = child.listener.respond_with_fd(n->id, wr.get(), true); r) {
+        ++answered;
+      } else {
+        ++failed;
+        if (first_failure.empty())
+          first_failure = r.error().describe();
+      }
     }
   }
-  done = true;
-  interrupter.join();
-  ::sigaction(SIGUSR1, &old, nullptr);
-  int st = 0;
-  ::waitpid(pid, &st, 0);
+  auto [zeros, st] = child.finish();
   BOOST_TEST(failed == 0, failed << " answers failed, the first: " << first_failure);
   BOOST_TEST(answered == opens, first_failure);
+  BOOST_TEST(zeros == 0);
   BOOST_TEST(WIFEXITED(st));
   BOOST_TEST(WEXITSTATUS(st) == 0, "the caller got a wrong fd (exit " << WEXITSTATUS(st) << ")");
 }
@@ -253,92 +303,38 @@ BOOST_AUTO_TEST_CASE(a_one_step_fd_answer_that_is_interrupted_is_reported_lost) 
     return;
   }
   constexpr int opens = 3000;
-  int pair[2];
-  BOOST_REQUIRE(::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, pair) == 0);
-  const pid_t pid = ::fork();
-  BOOST_REQUIRE(pid >= 0);
-  if (pid == 0) {
-    ::close(pair[0]);
-    if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0)
-      ::_exit(100);
-    notify_spec spec;
-    spec.syscalls = {"openat"};
-    spec.open_writes_only = true;
-    auto listener = install_notify_filter(spec);
-    if (!listener || !send_fd(pair[1], listener->get()))
-      ::_exit(101);
-    listener->reset();
-    int zeros = 0;
-    for (int i = 0; i < opens; ++i) {
-      const int fd = ::open("/notify-test/pipe", O_WRONLY | O_CLOEXEC);
-      if (fd == 0) {
-        ++zeros; // a lost answer: fd 0 stays what it was
-        continue;
-      }
-      struct stat st;
-      if (fd < 0 || ::fstat(fd, &st) != 0 || !S_ISFIFO(st.st_mode))
-        ::_exit(103);
-      ::close(fd);
-    }
-    if (::write(pair[1], &zeros, sizeof zeros) != sizeof zeros)
-      ::_exit(104);
-    ::_exit(0);
-  }
-  ::close(pair[1]);
-  unique_fd sock(pair[0]);
-  auto got = receive_fd(sock.get());
-  BOOST_REQUIRE(got);
-  BOOST_REQUIRE(got->fd);
-  notify_listener listener(std::move(got->fd));
+  auto child = open_loop_child::start(opens, true);
   int pipe_fds[2];
   BOOST_REQUIRE(::pipe2(pipe_fds, O_CLOEXEC) == 0);
   unique_fd rd(pipe_fds[0]);
   unique_fd wr(pipe_fds[1]);
-
-  struct sigaction sa {};
-  struct sigaction old {};
-  sa.sa_handler = ignore_signal;
-  sa.sa_flags = 0; // no SA_RESTART: the ioctl sees EINTR
-  ::sigemptyset(&sa.sa_mask);
-  BOOST_REQUIRE(::sigaction(SIGUSR1, &sa, &old) == 0);
-  std::atomic<bool> done{false};
-  const pthread_t answering = ::pthread_self();
-  std::thread interrupter([&] {
-    while (!done.load(std::memory_order_relaxed)) {
-      ::pthread_kill(answering, SIGUSR1);
-      std::this_thread::yield();
-    }
-  });
   int answered = 0;
   int lost = 0;
   int failed = 0;
   std::string first_failure;
-  while (answered + lost + failed < opens) {
-    auto n = listener.receive();
-    if (!n) {
-      if (n.error().code == EINTR)
-        continue;
-      if (first_failure.empty())
-        first_failure = n.error().describe();
-      break;
-    }
-    if (auto r = listener.send_fd(n->id, wr.get(), true); r) {
-      ++answered;
-    } else if (r.error().code == EINPROGRESS) {
-      ++lost;
-    } else {
-      ++failed;
-      if (first_failure.empty())
-        first_failure = r.error().describe();
+  {
+    interrupter signals(false); // no SA_RESTART: the ioctl sees EINTR
+    while (answered + lost + failed < opens) {
+      auto n = child.listener.receive();
+      if (!n) {
+        if (n.error().code == EINTR)
+          continue;
+        if (first_failure.empty())
+          first_failure = n.error().describe();
+        break;
+      }
+      if (auto r = child.listener.send_fd(n->id, wr.get(), true); r) {
+        ++answered;
+      } else if (r.error().code == EINPROGRESS) {
+        ++lost;
+      } else {
+        ++failed;
+        if (first_failure.empty())
+          first_failure = r.error().describe();
+      }
     }
   }
-  done = true;
-  interrupter.join();
-  ::sigaction(SIGUSR1, &old, nullptr);
-  int zeros = -1;
-  BOOST_TEST(::read(sock.get(), &zeros, sizeof zeros) == static_cast<ssize_t>(sizeof zeros));
-  int st = 0;
-  ::waitpid(pid, &st, 0);
+  auto [zeros, st] = child.finish();
   BOOST_TEST_MESSAGE("one-step fd answers: " << answered << " delivered, " << lost
                                              << " interrupted and reported");
   BOOST_TEST(failed == 0, failed << " answers failed, the first: " << first_failure);
