@@ -19,10 +19,10 @@
 
 #include <caf/all.hpp>
 #include <nlohmann/json.hpp>
-#include <openssl/evp.h>
 #include <spdlog/spdlog.h>
 
 #include "actors/pool/exec_assembly.hpp"
+#include "actors/sha256.hpp"
 #include "actors/telemetry/metric_names.hpp"
 #include "actors/pool/worker_channel.hpp"
 #include "actors/pool/worker_event_source.hpp"
@@ -127,21 +127,6 @@ void publish(pool_ptr self, uint64_t id, const worker_slot& slot, std::string re
   ev.reason = std::move(reason);
   ev.timestamp_ns = now_ns();
   self->send(self->state.cfg.listener, std::move(ev));
-}
-
-/// The code's identity in audit records: its sha256, never the code itself.
-std::string sha256_hex(std::string_view data) {
-  unsigned char digest[EVP_MAX_MD_SIZE];
-  unsigned int len = 0;
-  if (EVP_Digest(data.data(), data.size(), digest, &len, EVP_sha256(), nullptr) != 1)
-    return {};
-  static constexpr char hex[] = "0123456789abcdef";
-  std::string out;
-  for (unsigned int i = 0; i < len; ++i) {
-    out.push_back(hex[digest[i] >> 4]);
-    out.push_back(hex[digest[i] & 0xf]);
-  }
-  return out;
 }
 
 void count(pool_ptr self, const char* metric) {

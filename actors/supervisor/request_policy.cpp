@@ -5,12 +5,12 @@
 #include <algorithm>
 
 #include <nlohmann/json.hpp>
-#include <openssl/evp.h>
 
 #include "actors/policy/engine/policy_canonical.hpp"
 #include "actors/policy/engine/policy_loader.hpp"
 #include "actors/policy/engine/policy_parser.hpp"
 #include "actors/pool/sandbox_profile.hpp"
+#include "actors/sha256.hpp"
 #include "platform/install_layout.hpp"
 
 namespace castellan {
@@ -19,20 +19,6 @@ namespace {
 
 /// How errors name the request's own text.
 constexpr const char* request_file = "request policy";
-
-std::string sha256_hex(std::string_view data) {
-  unsigned char digest[EVP_MAX_MD_SIZE];
-  unsigned int len = 0;
-  if (EVP_Digest(data.data(), data.size(), digest, &len, EVP_sha256(), nullptr) != 1)
-    return {};
-  static constexpr char hex[] = "0123456789abcdef";
-  std::string out;
-  for (unsigned int i = 0; i < len; ++i) {
-    out.push_back(hex[digest[i] >> 4]);
-    out.push_back(hex[digest[i] & 0xf]);
-  }
-  return out;
-}
 
 std::string json_quoted(const std::string& s) {
   return nlohmann::json(s).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
