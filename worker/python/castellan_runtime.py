@@ -630,17 +630,9 @@ class Harness:
 
     # --- CODE ----------------------------------------------------------------------------
 
-    def run_code(self, request_id, source):
-        self._prepare(request_id)
-        main = types.ModuleType("__main__")
-        main.__dict__["__builtins__"] = builtins
-        text = source.decode("utf-8", "replace")
-        # Tracebacks show the source lines of '<exec>' frames.
-        linecache.cache["<exec>"] = (len(text), None, text.splitlines(True), "<exec>")
-        sys.modules["__main__"] = main
-        exit_code = 0
-        exception = None
-        exit_message = None
+    def _execute(self, source, main):
+        """Compiles and runs `source` in the module `main`; returns (exit
+        code, exception description or None, SystemExit message or None)."""
         try:
             try:
                 code = compile(source, "<exec>", "exec", dont_inherit=True)
@@ -652,9 +644,20 @@ class Harness:
                 self._pending_interrupt = False
         except SystemExit as e:
             exit_code, exit_message = _system_exit_code(e)
+            return exit_code, None, exit_message
         except BaseException as e:  # noqa: B902 — everything user code raises is reported
-            exit_code = 1
-            exception = _describe_exception(e)
+            return 1, _describe_exception(e), None
+        return 0, None, None
+
+    def run_code(self, request_id, source):
+        self._prepare(request_id)
+        main = types.ModuleType("__main__")
+        main.__dict__["__builtins__"] = builtins
+        text = source.decode("utf-8", "replace")
+        # Tracebacks show the source lines of '<exec>' frames.
+        linecache.cache["<exec>"] = (len(text), None, text.splitlines(True), "<exec>")
+        sys.modules["__main__"] = main
+        exit_code, exception, exit_message = self._execute(source, main)
         self.state = FINISHING
         if self.in_forked_child:
             # User code forked and this is the child finishing the code:
@@ -1057,22 +1060,9 @@ class Harness:
         on `result_w` (see _REPORT). Its stdout/stderr writers already go to
         fd 1/2 (in_forked_child), which the harness drains."""
         me = os.getpid()
-        exit_code, exception, exit_message = 0, None, None
-        try:
-            main = self.fork_main
-            text = source.decode("utf-8", "replace")
-            linecache.cache["<exec>"] = (len(text), None, text.splitlines(True), "<exec>")
-            try:
-                code = compile(source, "<exec>", "exec", dont_inherit=True)
-                self.state = USER
-                exec(code, main.__dict__)
-            finally:
-                self.state = FINISHING
-                self._pending_interrupt = False
-        except SystemExit as e:
-            exit_code, exit_message = _system_exit_code(e)
-        except BaseException as e:  # noqa: B902 — everything user code raises is reported
-            exit_code, exception = 1, _describe_exception(e)
+        text = source.decode("utf-8", "replace")
+        linecache.cache["<exec>"] = (len(text), None, text.splitlines(True), "<exec>")
+        exit_code, exception, exit_message = self._execute(source, self.fork_main)
         try:
             writers = [self.out, self.err]
             for writer in (sys.stdout, sys.stderr):
@@ -1184,7 +1174,7 @@ def _inside_harness_code(frame):
     harness's own code (the wire, a stdio writer, the signal handler)."""
     while frame is not None:
         code = frame.f_code
-        if code is Harness.run_code.__code__:
+        if code is Harness._execute.__code__:
             return False  # reached the exec() boundary: user code was running
         if code.co_filename in HARNESS_FILES:
             return True
