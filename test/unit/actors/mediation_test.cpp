@@ -108,6 +108,9 @@ struct mediated_pool : test::actor_system_fixture {
                   std::chrono::seconds timeout = std::chrono::seconds(60)) {
     exec_request req;
     req.argv = std::move(argv);
+    // The exec's own deadline too (else the policy's 30 s): the race runs
+    // 100,000 decided opens, slow under sanitizers on a busy machine.
+    req.timeout_ms = static_cast<uint64_t>(timeout.count()) * 1000;
     return exec(pool, std::move(req), timeout);
   }
 };
