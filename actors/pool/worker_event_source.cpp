@@ -10,6 +10,8 @@
 
 #include <algorithm>
 #include <cstring>
+#include <future>
+#include <optional>
 
 #include <caf/actor_cast.hpp>
 #include <caf/send.hpp>
@@ -63,16 +65,21 @@ worker_event_source::start(caf::strong_actor_ptr pool,
     caf::actor_cast<caf::weak_actor_ptr>(pool), std::move(*ring), std::move(*wake),
     std::move(policy), std::move(context)));
   src->arm_wake(); // submitted by the thread's first wait
-  src->thread_ = std::thread([s = src.get()] {
+  // The thread must become the ring's submitter before anything else; the
+  // pool learns here, not from a silent thread, if it cannot.
+  std::promise<std::optional<failure>> adopted;
+  auto adoption = adopted.get_future();
+  src->thread_ = std::thread([s = src.get(), &adopted] {
     // No signal is for this thread (workers are watched through pidfds):
     // blocked, none interrupts an answer to a worker's call.
     sigset_t all;
     ::sigfillset(&all);
     ::pthread_sigmask(SIG_BLOCK, &all, nullptr);
-    if (auto adopted = s->ring_.adopt(); !adopted) {
-      spdlog::critical("pool event source: {}", adopted.error().describe());
+    if (auto ok = s->ring_.adopt(); !ok) {
+      adopted.set_value(ok.error());
       return;
     }
+    adopted.set_value(std::nullopt); // `adopted` is not touched again
     if (s->mediator_)
       s->mediator_->answer_fds_in_one_step(s->ring_.defers_task_work());
     // This thread opens, creates and removes files for workers
@@ -83,6 +90,10 @@ worker_event_source::start(caf::strong_actor_ptr pool,
       (void)::syscall(SYS_setgroups, 0, nullptr);
     s->run();
   });
+  if (auto why = adoption.get(); why) {
+    src->thread_.join();
+    return why->wrap("pool event source");
+  }
   return src;
 }
 
