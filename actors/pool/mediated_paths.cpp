@@ -148,11 +148,8 @@ void syscall_mediator::decide_remove(mediated_worker& w, call& c, mediation_resu
     return c.fail(EROFS);
   if (refused(c, v))
     return;
-  if (::unlinkat(at.parent.get(), at.name.c_str(), rmdir ? AT_REMOVEDIR : 0) != 0)
-    return c.fail(errno);
-  c.succeed(0);
-  if (v.what == verdict::kind::warn)
-    warn(c, v.target, v.decision);
+  const int rc = ::unlinkat(at.parent.get(), at.name.c_str(), rmdir ? AT_REMOVEDIR : 0);
+  performed(c, rc == 0, v);
 }
 
 void syscall_mediator::decide_create(mediated_worker& w, call& c, mediation_result&) {
@@ -269,11 +266,7 @@ void syscall_mediator::decide_create(mediated_worker& w, call& c, mediation_resu
              : ::mknodat(at.parent.get(), at.name.c_str(), static_cast<mode_t>(mode),
                          static_cast<dev_t>(dev & 0xFFFFFFFFu));
   }
-  if (rc != 0)
-    return c.fail(errno);
-  c.succeed(0);
-  if (v.what == verdict::kind::warn)
-    warn(c, v.target, v.decision);
+  performed(c, rc == 0, v);
 }
 
 void syscall_mediator::decide_link(mediated_worker& w, call& c, mediation_result&) {
@@ -354,11 +347,9 @@ void syscall_mediator::decide_link(mediated_worker& w, call& c, mediation_result
   // Through our own magic link to the object: the kernel links that inode
   // (a symlink itself when it was not followed), never a name looked up again.
   const std::string source = "/proc/self/fd/" + std::to_string(object.get());
-  if (::linkat(AT_FDCWD, source.c_str(), at.parent.get(), at.name.c_str(), AT_SYMLINK_FOLLOW) != 0)
-    return c.fail(errno);
-  c.succeed(0);
-  if (v.what == verdict::kind::warn)
-    warn(c, v.target, v.decision);
+  const int rc =
+    ::linkat(AT_FDCWD, source.c_str(), at.parent.get(), at.name.c_str(), AT_SYMLINK_FOLLOW);
+  performed(c, rc == 0, v);
 }
 
 void syscall_mediator::decide_rename(mediated_worker& w, call& c, mediation_result&) {
@@ -453,12 +444,9 @@ void syscall_mediator::decide_rename(mediated_worker& w, call& c, mediation_resu
   const verdict& v = strongest({&v_old, &v_new, &moved, &moved_back});
   if (refused(c, v))
     return;
-  if (::syscall(SYS_renameat2, from.parent.get(), from.name.c_str(), to.parent.get(),
-                to.name.c_str(), static_cast<unsigned>(flags)) != 0)
-    return c.fail(errno);
-  c.succeed(0);
-  if (v.what == verdict::kind::warn)
-    warn(c, v.target, v.decision);
+  const long rc = ::syscall(SYS_renameat2, from.parent.get(), from.name.c_str(), to.parent.get(),
+                            to.name.c_str(), static_cast<unsigned>(flags));
+  performed(c, rc == 0, v);
 }
 
 void syscall_mediator::decide_truncate(mediated_worker& w, call& c, mediation_result&) {
@@ -500,11 +488,8 @@ void syscall_mediator::decide_truncate(mediated_worker& w, call& c, mediation_re
   // kernel's own checks (write permission as the worker, EROFS, EPERM for
   // an append-only file) and without an open.
   const std::string source = "/proc/self/fd/" + std::to_string(object.get());
-  if (::truncate(source.c_str(), static_cast<off_t>(length)) != 0)
-    return c.fail(errno);
-  c.succeed(0);
-  if (v.what == verdict::kind::warn)
-    warn(c, v.target, v.decision);
+  const int rc = ::truncate(source.c_str(), static_cast<off_t>(length));
+  performed(c, rc == 0, v);
 }
 
 } // namespace castellan

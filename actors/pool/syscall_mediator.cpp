@@ -473,6 +473,14 @@ void syscall_mediator::warn(call& c, const std::string& target, const pol::decis
   c.r->event = make_event("policy_warning", c.name, target, pol::action::warn, d.pointer, c.n.pid);
 }
 
+void syscall_mediator::performed(call& c, bool ok, const change_verdict& v) {
+  if (!ok)
+    return c.fail(errno);
+  c.succeed(0);
+  if (v.what == change_verdict::kind::warn)
+    warn(c, v.target, v.decision);
+}
+
 bool syscall_mediator::refused(call& c, const change_verdict& v) {
   switch (v.what) {
   case change_verdict::kind::deny:

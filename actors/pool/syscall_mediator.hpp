@@ -179,6 +179,10 @@ private:
 
   /// Answers `err` with a syscall_denied event naming `target` and the rule.
   void deny(call& c, const std::string& target, const policy::decision& d, int err = EACCES);
+  /// Answers a change the supervisor made for the caller: the errno it
+  /// failed with (read here, so right after the call), or 0 and the warning
+  /// its verdict carries.
+  void performed(call& c, bool ok, const change_verdict& v);
   /// Records a policy_warning for a call that is answered as allowed.
   void warn(call& c, const std::string& target, const policy::decision& d);
   /// Answers a verdict that does not allow the call (deny: EACCES and an
