@@ -270,17 +270,9 @@ void syscall_mediator::decide_connect_or_bind(mediated_worker&, call& c, mediati
 void syscall_mediator::unix_bind(call& c, int sock, const std::string& path) {
   const auto& n = c.n;
   located_name at;
-  if (int err = locate(c.w->root.get(), n.pid, AT_FDCWD, path, at); err != 0)
+  if (int err = locate_new(c.w->root.get(), n.pid, AT_FDCWD, path, EADDRINUSE, false, at);
+      err != 0)
     return c.fail(err);
-  if (at.what != located_name::kind::normal)
-    return c.fail(EADDRINUSE);
-  struct stat st;
-  if (::fstatat(at.parent.get(), at.name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0)
-    return c.fail(EADDRINUSE);
-  if (errno != ENOENT)
-    return c.fail(errno);
-  if (at.trailing_slash)
-    return c.fail(ENOENT);
   if (on_read_only_mount(at.parent.get()))
     return c.fail(EROFS);
   const auto v = check_change(at.path, pol::to_access(pol::fs_perm::make_sock));

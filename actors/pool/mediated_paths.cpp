@@ -234,18 +234,9 @@ void syscall_mediator::decide_create(mediated_worker& w, call& c, mediation_resu
   if (!c.still_waiting())
     return c.gone();
   located_name at;
-  if (int err = locate(w.root.get(), n.pid, dirfd, path, at); err != 0)
-    return c.fail(err);
-  if (at.what != located_name::kind::normal)
-    return c.fail(EEXIST);
-  struct stat st;
-  if (::fstatat(at.parent.get(), at.name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0)
-    return c.fail(EEXIST);
-  if (errno != ENOENT)
-    return c.fail(errno);
   // Only mkdir may create a name written with a trailing slash.
-  if (what != op::dir && at.trailing_slash)
-    return c.fail(ENOENT);
+  if (int err = locate_new(w.root.get(), n.pid, dirfd, path, EEXIST, what == op::dir, at); err != 0)
+    return c.fail(err);
   const auto v = check_change(at.path, perm);
   // EROFS comes before any permission check; the call itself reports it on
   // the way to success, so the mount is only asked before a refusal.
@@ -321,17 +312,8 @@ void syscall_mediator::decide_link(mediated_worker& w, call& c, mediation_result
   if (S_ISDIR(st.st_mode))
     return c.fail(EPERM);
   located_name at;
-  if (int err = locate(w.root.get(), n.pid, new_dirfd, new_raw, at); err != 0)
+  if (int err = locate_new(w.root.get(), n.pid, new_dirfd, new_raw, EEXIST, false, at); err != 0)
     return c.fail(err);
-  if (at.what != located_name::kind::normal)
-    return c.fail(EEXIST);
-  struct stat existing;
-  if (::fstatat(at.parent.get(), at.name.c_str(), &existing, AT_SYMLINK_NOFOLLOW) == 0)
-    return c.fail(EEXIST);
-  if (errno != ENOENT)
-    return c.fail(errno);
-  if (at.trailing_slash)
-    return c.fail(ENOENT);
   if (on_read_only_mount(at.parent.get()))
     return c.fail(EROFS);
   if (!same_mount(object.get(), at.parent.get()))

@@ -318,4 +318,20 @@ int locate(int root, pid_t tid, int dirfd, const std::string& raw, located_name&
   return 0;
 }
 
+int locate_new(int root, pid_t tid, int dirfd, const std::string& raw, int exists, bool slash_ok,
+               located_name& out) {
+  if (int err = locate(root, tid, dirfd, raw, out); err != 0)
+    return err;
+  if (out.what != located_name::kind::normal)
+    return exists;
+  struct stat st;
+  if (::fstatat(out.parent.get(), out.name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0)
+    return exists;
+  if (errno != ENOENT)
+    return errno;
+  if (out.trailing_slash && !slash_ok)
+    return ENOENT;
+  return 0;
+}
+
 } // namespace castellan::mediation

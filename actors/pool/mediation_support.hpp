@@ -85,6 +85,12 @@ struct located_name {
 /// empty path, the errno of the parent's resolution otherwise).
 int locate(int root, pid_t tid, int dirfd, const std::string& raw, located_name& out);
 
+/// locate() for a name the call is to create: 0 when nothing is there yet;
+/// otherwise the kernel's errno — `exists` for an existing name (and for
+/// ".", ".." or "/"), ENOENT for a trailing slash unless `slash_ok` (mkdir).
+int locate_new(int root, pid_t tid, int dirfd, const std::string& raw, int exists, bool slash_ok,
+               located_name& out);
+
 } // namespace mediation
 
 /// One notification being decided, and how it is answered.

@@ -372,7 +372,11 @@ BOOST_FIXTURE_TEST_CASE(creations_get_the_callers_umask_and_owner_or_are_refused
                 "mkdir:/usr/lib/castellan-x",
                 "mkdir:/tmp/warned",
                 "mkdir:/tmp/warned/d",
-                "stat:/tmp/warned/d"});
+                "stat:/tmp/warned/d",
+                "mkdir:/tmp/slashed/",
+                "symlink:/tmp/made:/tmp/l2/",
+                "symlink:/tmp/made:/tmp/l",
+                "link:/tmp/node:/tmp/l"});
   expect_lines(
       r, {"mkdir:/tmp/denied: ok", "mkdir:/tmp/denied/sub: EACCES",
           "stat:/tmp/made: uid=1000 type=dir mode=755 size=40",
@@ -382,7 +386,11 @@ BOOST_FIXTURE_TEST_CASE(creations_get_the_callers_umask_and_owner_or_are_refused
           "mkfifo:/tmp/denied/fifo: EACCES", "stat:/tmp/fifo: uid=1000 type=fifo mode=644 size=0",
           "mknod:/tmp/denied/file: EACCES", "stat:/tmp/node: uid=1000 type=file mode=644 size=0",
           "mknod-chr:/tmp/chr: EPERM", "mkdir:/tmp/made: EEXIST",
-          "mkdir:/usr/lib/castellan-x: EROFS", "mkdir:/tmp/warned/d: ok"});
+          "mkdir:/usr/lib/castellan-x: EROFS", "mkdir:/tmp/warned/d: ok",
+          // A name to create: only mkdir takes a trailing slash; an existing
+          // name is EEXIST, for a symlink and a hard link alike.
+          "mkdir:/tmp/slashed/: ok", "symlink:/tmp/made:/tmp/l2/: ENOENT",
+          "symlink:/tmp/made:/tmp/l: EEXIST", "link:/tmp/node:/tmp/l: EEXIST"});
   BOOST_TEST(has_line(r.stdout_data, "lstat:/tmp/l: uid=1000 type=link mode=777 size=9"),
              r.stdout_data);
   expect_event(r, "syscall_denied", "mkdir", "/tmp/denied/sub", "/fs/rules/13");
