@@ -18,8 +18,23 @@ struct spawned_worker {
   unique_fd pidfd;
 };
 
+/// A start without exec, for the launcher (worker/launcher_main.cpp): the
+/// child runs `main(argc, argv)` of the caller's own image with the spec's
+/// argv, environment and fds (every other fd is closed, not just marked
+/// close-on-exec), then exits with its result. `spec.executable` is not run.
+struct in_process_start {
+  int (*main)(int argc, char** argv) = nullptr;
+  /// The child becomes a child of the caller's parent (CLONE_PARENT).
+  bool sibling = false;
+  /// Receives the pid of a sibling that was started and then killed (a
+  /// failed start-up): its parent must reap it.
+  pid_t* abandoned = nullptr;
+};
+
 /// Starts `spec` or says precisely why not (errno and the step that failed).
 /// A spec that asks for isolation this backend cannot apply is refused.
-outcome<spawned_worker> spawn_worker(const worker_spec& spec);
+/// `in_process` (sandboxed specs only) replaces the exec, as described above.
+outcome<spawned_worker> spawn_worker(const worker_spec& spec,
+                                     const in_process_start* in_process = nullptr);
 
 } // namespace castellan::platform

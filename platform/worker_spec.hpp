@@ -91,7 +91,6 @@ struct worker_spec {
   std::vector<mount_entry> mounts;
   std::string hostname;
   resource_limits limits;
-  std::string policy_json;     ///< the policy the worker applies to itself (Landlock, seccomp)
   bool die_with_parent = true; ///< PR_SET_PDEATHSIG(SIGKILL)
 
   // --- isolation_mode::namespaces only ------------------------------------

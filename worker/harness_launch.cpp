@@ -8,6 +8,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <climits>
 
@@ -56,6 +57,10 @@ harness_command::harness_command(const options& opts) {
   }
 }
 
+std::vector<std::string> harness_command::harness_args() const {
+  return {args_.begin() + harness_index + 1, args_.end()};
+}
+
 std::string harness_command::describe() const {
   std::string out;
   for (const auto& a : args_) {
@@ -67,6 +72,18 @@ std::string harness_command::describe() const {
 }
 
 namespace {
+
+/// Closes every fd above 2 but the harness's own (which are not
+/// close-on-exec by now).
+void close_on_exec_now(const harness_command& cmd) noexcept {
+  const int* kept = cmd.kept_fds();
+  const int* kept_end = kept + cmd.kept_fd_count();
+  const int highest = std::max(2, *std::max_element(kept, kept_end));
+  for (int fd = 3; fd < highest; ++fd)
+    if (std::find(kept, kept_end, fd) == kept_end)
+      ::close(fd);
+  ::close_range(static_cast<unsigned>(highest) + 1, UINT_MAX, 0);
+}
 
 /// The child between fork and exec: async-signal-safe calls only.
 [[noreturn]] void exec_child(const harness_command& cmd, const sigset_t& child_mask, pid_t parent,
@@ -94,6 +111,13 @@ namespace {
         [[maybe_unused]] const ssize_t w = ::write(report_fd, &err, sizeof err);
         ::_exit(code);
       }
+    }
+    if (err == 0 && cmd.in_process() != nullptr) {
+      // What the exec would do: the fds still marked close-on-exec (the
+      // report pipe among them, whose EOF tells the parent we started) are
+      // closed, then the harness runs here.
+      close_on_exec_now(cmd);
+      ::_exit(cmd.in_process()(cmd));
     }
     if (err == 0) {
       ::execve(cmd.path(), cmd.argv(), environ);

@@ -17,6 +17,12 @@
 
 namespace castellan::worker {
 
+class harness_command;
+
+/// Runs the harness in the calling process instead of exec'ing Python (the
+/// launcher's warm interpreter); its result is the process's exit code.
+using harness_entry = int (*)(const harness_command& cmd);
+
 /// The harness's argv and the fds it inherits, ready for execve.
 class harness_command {
 public:
@@ -40,16 +46,28 @@ public:
   void set_sandbox(sandbox_setup* sandbox) noexcept { sandbox_ = sandbox; }
   sandbox_setup* sandbox() const noexcept { return sandbox_; }
 
+  /// Run the harness through `entry` instead of execve (null: exec).
+  void set_in_process(harness_entry entry) noexcept { in_process_ = entry; }
+  harness_entry in_process() const noexcept { return in_process_; }
+  /// The harness's own arguments (after the interpreter, its flags and the
+  /// script), and the script's path.
+  std::vector<std::string> harness_args() const;
+  const std::string& harness_path() const noexcept { return args_[harness_index]; }
+
 private:
+  static constexpr std::size_t harness_index = 4; ///< python -I -S -B <harness> …
+
   std::vector<std::string> args_;
   std::vector<char*> argv_;
   int kept_fds_[4];
   int kept_fd_count_ = 3;
   int control_fd_ = -1;
   sandbox_setup* sandbox_ = nullptr;
+  harness_entry in_process_ = nullptr;
 };
 
-/// Forks and execs `cmd`. The child starts with `child_mask` as its signal
+/// Forks and execs `cmd` (or runs it in the child through its in_process
+/// entry, which then inherits exactly what the exec would). The child starts with `child_mask` as its signal
 /// mask, gets SIGKILL if this process dies (PR_SET_PDEATHSIG), and inherits
 /// only fds 0-2 and the wire fds. Returns the child's pid once the exec has
 /// succeeded; if it failed, the child is reaped and the failure carries the

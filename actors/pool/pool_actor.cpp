@@ -883,6 +883,17 @@ outcome<pool_config> resolve_pool_config(pool_config cfg) {
     return errno_failure("pool " + cfg.name + ": worker binary " + cfg.worker_binary);
   if (::access(cfg.harness.c_str(), R_OK) != 0)
     return errno_failure("pool " + cfg.name + ": harness " + cfg.harness);
+  if (cfg.warm_start) {
+    if (cfg.isolation != platform::isolation_mode::namespaces)
+      return logic_failure("pool " + cfg.name + ": warm_start starts sandboxed workers; it "
+                           "does not apply to isolation none");
+    if (cfg.launcher_binary.empty())
+      cfg.launcher_binary =
+        cfg.worker_binary.substr(0, cfg.worker_binary.find_last_of('/') + 1) +
+        "castellan-launcher";
+    if (::access(cfg.launcher_binary.c_str(), X_OK) != 0)
+      return errno_failure("pool " + cfg.name + ": launcher binary " + cfg.launcher_binary);
+  }
   if (cfg.size == 0)
     return logic_failure("pool " + cfg.name + ": size must be at least 1");
   if (cfg.code_limit + 64 > cfg.ring_capacity)

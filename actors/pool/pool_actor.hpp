@@ -76,6 +76,13 @@ struct pool_config {
   std::string python = "/usr/bin/python3";
   std::string worker_binary;   ///< castellan-worker (empty: find_install_layout)
   std::string harness;         ///< castellan_harness.py (empty: find_install_layout)
+  /// Sandboxed workers start warm: cloned by the pool's launcher
+  /// (castellan-launcher, an interpreter with the harness loaded) into their
+  /// new sandbox, instead of exec'ing castellan-worker and then Python. The
+  /// sandbox is the same; the workers of the pool share the launcher's
+  /// address-space layout and str hash secret (platform/linux/worker_launcher.hpp).
+  bool warm_start = false;
+  std::string launcher_binary; ///< castellan-launcher (empty: beside worker_binary)
   uint32_t ring_capacity = 1u << 20; ///< bytes per direction
   uint64_t stdout_limit = 4u << 20;  ///< bytes kept; the rest is dropped and flagged
   uint64_t stderr_limit = 4u << 20;

@@ -15,6 +15,7 @@
 #include "platform/linux/sandbox_spec.hpp"
 #include "platform/linux/seccomp_notify.hpp"
 #include "platform/linux/worker_kill.hpp"
+#include "platform/linux/worker_launcher.hpp"
 #include "platform/spawn_worker.hpp"
 
 namespace castellan {
@@ -97,6 +98,16 @@ worker_channel::worker_channel(uint64_t id, ipc::segment seg, ipc::doorbell to_w
     writer_(segment_, ipc::direction::to_worker),
     reader_(segment_, ipc::direction::to_supervisor) {}
 
+namespace {
+
+/// What every worker's environment starts from (a launcher's too: its
+/// interpreter reads the locale from it).
+std::vector<std::string> worker_environment() {
+  return {"PATH=/usr/local/bin:/usr/bin:/bin", "LANG=C.UTF-8", "HOME=/tmp"};
+}
+
+} // namespace
+
 outcome<worker_template> prepare_worker_template(const pool_config& cfg) {
   worker_template tpl;
   if (cfg.isolation != platform::isolation_mode::namespaces)
@@ -111,6 +122,18 @@ outcome<worker_template> prepare_worker_template(const pool_config& cfg) {
     sb->seccomp.compiled = std::make_shared<const platform::compiled_seccomp>(std::move(*compiled));
   }
   tpl.sandbox = std::move(*sb);
+  if (cfg.warm_start) {
+    platform::worker_launcher::options lo;
+    lo.binary = cfg.launcher_binary;
+    lo.python = cfg.python;
+    lo.harness = cfg.harness;
+    lo.env = worker_environment();
+    lo.stderr_fd = cfg.worker_stderr ? 2 : -1;
+    auto launcher = platform::worker_launcher::start(std::move(lo));
+    if (!launcher)
+      return launcher.error().wrap("pool " + cfg.name);
+    tpl.launcher = std::move(*launcher);
+  }
   return tpl;
 }
 
@@ -144,7 +167,7 @@ outcome<std::unique_ptr<worker_channel>> worker_channel::start(uint64_t id,
                "--python", cfg.python,
                "--harness", sandboxed ? sandboxed_harness_path(cfg.harness) : cfg.harness,
                "--mode", to_string(cfg.mode)};
-  spec.env = {"PATH=/usr/local/bin:/usr/bin:/bin", "LANG=C.UTF-8", "HOME=/tmp"};
+  spec.env = worker_environment();
   spec.fds = {{devnull.get(), 0},
               {devnull.get(), 1},
               {cfg.worker_stderr ? 2 : devnull.get(), 2},
@@ -244,7 +267,7 @@ outcome<std::unique_ptr<worker_channel>> worker_channel::start(uint64_t id,
   } else if (cfg.isolation != platform::isolation_mode::none) {
     return logic_failure(what + ": unknown isolation mode");
   }
-  auto child = platform::spawn_worker(spec);
+  auto child = tpl.launcher ? tpl.launcher->spawn(spec) : platform::spawn_worker(spec);
   if (!child)
     return child.error().wrap(what);
   if (sandboxed) {

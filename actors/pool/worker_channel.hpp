@@ -22,6 +22,7 @@
 #include "ipc/unique_fd.hpp"
 #include "platform/linux/cgroups.hpp"
 #include "platform/linux/sandbox_spec.hpp"
+#include "platform/linux/worker_launcher.hpp"
 #include "platform/linux/worker_kill.hpp"
 
 namespace castellan {
@@ -33,10 +34,13 @@ struct pool_config;
 /// filter compiled (sandboxed pools only).
 struct worker_template {
   std::optional<platform::sandbox_spec> sandbox;
+  /// The pool's launcher when it starts workers warm (pool_config::warm_start).
+  std::shared_ptr<platform::worker_launcher> launcher;
 };
 
 /// Prepares the template of `cfg`'s workers; fails where every worker would
-/// (a profile that makes no valid spec, a system call libseccomp does not know).
+/// (a profile that makes no valid spec, a system call libseccomp does not
+/// know, a launcher that does not start).
 outcome<worker_template> prepare_worker_template(const pool_config& cfg);
 
 class worker_channel {

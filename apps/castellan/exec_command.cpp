@@ -39,6 +39,7 @@ struct exec_options {
   std::string request_policy;       ///< a policy for this request only (exec_request::policy)
   std::string isolation = "sandbox"; ///< "sandbox" or "none"
   std::string mode = "reuse";       ///< "reuse" or "fork" (pool_config::mode)
+  bool warm_start = false;          ///< pool_config::warm_start
   std::string audit_log;            ///< write this run's audit records here
   // code mode
   std::string code;
@@ -73,6 +74,10 @@ void add_common_flags(CLI::App* cmd, exec_options& o) {
                   "reuse (default: the warm interpreter, fresh globals per exec) or fork (a "
                   "child forked from the warm interpreter per exec: nothing leaks between execs)")
     ->check(CLI::IsMember({"reuse", "fork"}));
+  cmd->add_flag("--warm-start", o.warm_start,
+                "Start sandboxed workers from a warm launcher (the interpreter and harness "
+                "loaded once) instead of exec'ing Python for each; the workers of a pool then "
+                "share the launcher's address-space layout and hash secret");
 }
 
 /// Writes all of `data` to `fd` (stdout/stderr carry arbitrary bytes).
@@ -135,6 +140,7 @@ int run_request(const exec_options& o, exec_request req,
   pc.python = o.python;
   pc.worker_stderr = o.worker_stderr;
   from_string(o.mode, pc.mode);
+  pc.warm_start = o.warm_start;
   // The policy: --policy, else the pre-built default; `extends` by name
   // resolves in the policies directory.
   auto layout = platform::find_install_layout();

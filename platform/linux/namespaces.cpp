@@ -127,6 +127,8 @@ std::string to_hex(uint64_t v) {
   return buf;
 }
 
+/// A sibling (CLONE_PARENT) is not the caller's child: waitid fails with
+/// ECHILD at once and its parent reaps it.
 void kill_and_reap(pid_t pid, int pidfd) noexcept {
   ::syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, nullptr, 0);
   siginfo_t info;
@@ -270,6 +272,8 @@ outcome<sandboxed_child> clone_sandboxed(const sandbox_clone_options& options,
     flags &= ~uint64_t{CLONE_NEWCGROUP};
   if (cgroup_dir)
     flags |= CLONE_INTO_CGROUP;
+  if (options.sibling)
+    flags |= CLONE_PARENT;
 
   child_plan plan{&options,
                   *ids,
@@ -291,7 +295,8 @@ outcome<sandboxed_child> clone_sandboxed(const sandbox_clone_options& options,
   std::memset(&args, 0, sizeof args);
   args.flags = flags;
   args.pidfd = reinterpret_cast<uint64_t>(&pidfd);
-  args.exit_signal = SIGCHLD;
+  // A sibling's exit signal is the caller's own (clone3 refuses any other).
+  args.exit_signal = options.sibling ? 0 : SIGCHLD;
   if (cgroup_dir)
     args.cgroup = static_cast<__u64>(cgroup_dir.get());
   const long rc = ::syscall(SYS_clone3, &args, sizeof args);
@@ -315,6 +320,8 @@ outcome<sandboxed_child> clone_sandboxed(const sandbox_clone_options& options,
   auto abandon = [&](failure f) -> outcome<sandboxed_child> {
     sync->second.reset(); // the child sees EOF if it is still waiting
     kill_and_reap(child.pid, child.pidfd.get());
+    if (options.sibling && options.abandoned != nullptr)
+      *options.abandoned = child.pid;
     return f;
   };
   if (auto r = write_id_maps(child.pid, *ids); !r)

@@ -100,6 +100,13 @@ struct sandbox_clone_options {
   bool die_with_parent = true;    ///< PR_SET_PDEATHSIG(SIGKILL)
   std::string hostname;           ///< set when non-empty (needs namespaces.uts)
   int fd_floor = 3;               ///< the child's start-up pipes are placed at or above this
+  /// CLONE_PARENT: the child becomes a child of the caller's parent (a
+  /// launcher starting workers for the supervisor that started it: the
+  /// supervisor then reaps them, and their death signal follows it). The
+  /// caller cannot reap a child it gave up on: it is killed, its pid goes
+  /// to `*abandoned` (when set), and the parent must reap it.
+  bool sibling = false;
+  pid_t* abandoned = nullptr;
   /// How long the parent waits for exec (or started()) before it kills the
   /// child and reports a time-out.
   std::chrono::milliseconds start_timeout{10'000};

@@ -44,6 +44,7 @@ struct exec_plan {
   char* const* argv;
   char* const* envp;
   const int* staged; ///< spec->fds[i].parent_fd, duplicated above every target
+  const in_process_start* in_process; ///< null: execve the spec's executable
 };
 
 /// Default dispositions for every signal, then an empty mask (in that order:
@@ -61,10 +62,11 @@ void reset_signals() noexcept {
 
 /// Applies the fd plan: returns the failing step's errno (0 on success) and
 /// the step in `step`. The descriptors above the targets (the staged copies,
-/// whatever the supervisor had open, the status pipe) become close-on-exec.
-int apply_fd_plan(const exec_plan& plan, child_step& step) noexcept {
+/// whatever the supervisor had open, the status pipe) become close-on-exec;
+/// `max_target` receives the highest target.
+int apply_fd_plan(const exec_plan& plan, child_step& step, int& max_target) noexcept {
   const auto& fds = plan.spec->fds;
-  int max_target = -1;
+  max_target = -1;
   step = child_step::fd_plan;
   for (std::size_t i = 0; i < fds.size(); ++i) {
     if (::dup2(plan.staged[i], fds[i].child_fd) < 0)
@@ -103,7 +105,8 @@ int apply_fd_plan(const exec_plan& plan, child_step& step) noexcept {
   // worker starts from the defaults.
   reset_signals();
   child_step step;
-  if (int err = apply_fd_plan(plan, step))
+  int max_target;
+  if (int err = apply_fd_plan(plan, step, max_target))
     fail(err);
   ::execve(plan.spec->executable.c_str(), plan.argv, plan.envp);
   fail(errno);
@@ -119,8 +122,25 @@ int run_sandboxed_child(sandbox_child& self, void* arg) noexcept {
   if (::chdir("/") != 0)
     self.fail(child_step::fd_plan, errno);
   child_step step;
-  if (int err = apply_fd_plan(plan, step))
+  int max_target;
+  if (int err = apply_fd_plan(plan, step, max_target))
     self.fail(step, err);
+  if (plan.in_process != nullptr) {
+    // What exec would have done: the start-up is over (the status pipe
+    // closes), no fd of the caller survives, and the environment is the
+    // spec's. The caller is single-threaded (a launcher), so the child may
+    // allocate from here on.
+    self.started();
+    if (::close_range(static_cast<unsigned>(max_target + 1), ~0u, 0) != 0)
+      ::_exit(127);
+    // The plan's arrays are this child's copy of the caller's memory: its
+    // own to hand out as mutable, as execve would have.
+    environ = const_cast<char**>(plan.envp);
+    int argc = 0;
+    while (plan.argv[argc] != nullptr)
+      ++argc;
+    ::_exit(plan.in_process->main(argc, const_cast<char**>(plan.argv)));
+  }
   ::execve(plan.spec->executable.c_str(), plan.argv, plan.envp);
   self.fail(child_step::execve, errno);
 }
@@ -184,9 +204,14 @@ outcome<void> validate(const worker_spec& spec) {
 
 } // namespace
 
-outcome<spawned_worker> spawn_worker(const worker_spec& spec) {
+outcome<spawned_worker> spawn_worker(const worker_spec& spec,
+                                     const in_process_start* in_process) {
   if (auto ok = validate(spec); !ok)
     return ok.error();
+  if (in_process != nullptr &&
+      (spec.isolation != isolation_mode::namespaces || in_process->main == nullptr))
+    return logic_failure("spawn_worker: a start without exec needs a sandboxed spec and an "
+                         "entry point");
 
   std::vector<char*> argv;
   for (const auto& a : spec.argv)
@@ -210,7 +235,7 @@ outcome<spawned_worker> spawn_worker(const worker_spec& spec) {
     staged_owned.emplace_back(fd);
     staged.push_back(fd);
   }
-  exec_plan plan{&spec, argv.data(), envp.data(), staged.data()};
+  exec_plan plan{&spec, argv.data(), envp.data(), staged.data(), in_process};
 
   if (spec.isolation == isolation_mode::namespaces) {
     // The staged copies sit at [floor, floor + n): the start-up pipes go above.
@@ -222,6 +247,8 @@ outcome<spawned_worker> spawn_worker(const worker_spec& spec) {
     options.die_with_parent = spec.die_with_parent;
     options.hostname = spec.hostname;
     options.fd_floor = floor;
+    options.sibling = in_process != nullptr && in_process->sibling;
+    options.abandoned = in_process != nullptr ? in_process->abandoned : nullptr;
     auto child = clone_sandboxed(options, run_sandboxed_child, &plan);
     if (!child)
       return failure{child.error().code,

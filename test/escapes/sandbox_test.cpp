@@ -158,6 +158,7 @@ print("children", children, "stopped_by", err)
 BOOST_AUTO_TEST_CASE(isolation_none_still_works_for_development) {
   auto pc = test_pool(1);
   pc.isolation = platform::isolation_mode::none;
+  pc.warm_start = false; // a launcher starts sandboxed workers only
   auto pool = make(pc);
   auto r = exec_code(pool, "import os\nprint(os.getpid() != 2)");
   BOOST_TEST((r.error == error_class::ok));

@@ -6,6 +6,7 @@
 /// can hang.
 
 #include <chrono>
+#include <cstdlib>
 #include <optional>
 #include <string>
 
@@ -30,12 +31,21 @@ struct actor_system_fixture {
   actor_system_fixture() : sys(init(cfg)), self(sys) {}
 
   /// A pool configuration that uses the build tree's worker and harness.
+  /// Under CASTELLAN_TEST_WARM_START=1 (the `.warm` CTest entries), its
+  /// workers start warm from the launcher (pool_config::warm_start): the
+  /// same suites then check the sandbox as a launched worker gets it.
   static pool_config test_pool(uint32_t size = 1) {
     pool_config pc;
     pc.size = size;
     pc.worker_binary = worker_binary();
     pc.harness = harness();
+    pc.warm_start = warm_start_requested();
     return pc;
+  }
+
+  static bool warm_start_requested() {
+    const char* v = std::getenv("CASTELLAN_TEST_WARM_START");
+    return v != nullptr && std::string(v) == "1";
   }
 
   /// Sends `req` to `dest` and waits for the result (fails the test on an

@@ -110,6 +110,18 @@ def _import_tighten():
         tighten = castellan_tighten
     return tighten
 
+
+def warm_up():
+    """castellan-launcher's start-up (worker/warm_interpreter.cpp): what a
+    worker would load after READY, loaded once in the launcher, whose forks
+    start with it; then kept away from the collector, so that a worker does
+    not copy those pages by collecting them."""
+    _import_serving_modules()
+    _import_tighten()
+    for name in PRELOAD:
+        _preloader(name)()
+    _freeze_shared_objects()
+
 EXIT_USAGE = 2
 EXIT_BROKEN_WIRE = 3
 EXIT_ZYGOTE_LOST = 4

@@ -1,4 +1,5 @@
-// SCM_RIGHTS over an AF_UNIX socket pair: what the egress relay relies on.
+// SCM_RIGHTS over an AF_UNIX socket pair: what the egress relay, the
+// listener handover and the launcher's requests rely on.
 
 #include <boost/test/unit_test.hpp>
 
@@ -95,6 +96,49 @@ BOOST_AUTO_TEST_CASE(nothing_pending_is_eagain_and_a_closed_peer_says_so) {
   BOOST_REQUIRE(closed);
   BOOST_TEST(closed->closed);
   BOOST_TEST(!closed->fd.valid());
+}
+
+BOOST_AUTO_TEST_CASE(a_message_carries_its_payload_and_fds_in_order) {
+  seqpacket_pair s;
+  int p1[2], p2[2];
+  BOOST_REQUIRE(::pipe2(p1, O_CLOEXEC) == 0);
+  BOOST_REQUIRE(::pipe2(p2, O_CLOEXEC) == 0);
+  unique_fd r1(p1[0]), w1(p1[1]), r2(p2[0]), w2(p2[1]);
+  const int fds[] = {w1.get(), w2.get()};
+  BOOST_REQUIRE(platform::send_message(s.a.get(), "{\"x\":1}", fds, 2));
+  auto got = platform::receive_message(s.b.get(), 64, 2);
+  BOOST_REQUIRE_MESSAGE(got, (got ? "" : got.error().describe()));
+  BOOST_TEST(got->payload == "{\"x\":1}");
+  BOOST_REQUIRE(got->fds.size() == 2u);
+  // The first received fd is the first pipe's write end, the second the second's.
+  BOOST_TEST(::write(got->fds[0].get(), "a", 1) == 1);
+  BOOST_TEST(::write(got->fds[1].get(), "b", 1) == 1);
+  char c = 0;
+  BOOST_TEST(::read(r1.get(), &c, 1) == 1);
+  BOOST_TEST(c == 'a');
+  BOOST_TEST(::read(r2.get(), &c, 1) == 1);
+  BOOST_TEST(c == 'b');
+}
+
+BOOST_AUTO_TEST_CASE(too_many_fds_or_a_long_payload_is_refused_and_nothing_leaks) {
+  seqpacket_pair s;
+  unique_fd devnull(::open("/dev/null", O_RDONLY | O_CLOEXEC));
+  const int fds[] = {devnull.get(), devnull.get(), devnull.get()};
+  BOOST_REQUIRE(platform::send_message(s.a.get(), "x", fds, 3));
+  const int before = open_fds();
+  auto many = platform::receive_message(s.b.get(), 64, 2);
+  BOOST_REQUIRE(!many);
+  BOOST_TEST(many.error().message.find("more fds than the 2 expected") != std::string::npos);
+  BOOST_TEST(open_fds() == before);
+
+  BOOST_REQUIRE(platform::send_message(s.a.get(), std::string(100, 'y'), fds, 1));
+  auto longer = platform::receive_message(s.b.get(), 64, 1);
+  BOOST_REQUIRE(!longer);
+  BOOST_TEST(longer.error().message.find("longer than 64 bytes") != std::string::npos);
+  BOOST_TEST(open_fds() == before);
+
+  // An empty payload would read as EOF on the other side: never sent.
+  BOOST_TEST(!platform::send_message(s.a.get(), "", fds, 1));
 }
 
 BOOST_AUTO_TEST_SUITE_END()

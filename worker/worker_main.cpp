@@ -1,0 +1,87 @@
+/// @file worker_main.cpp
+/// castellan-worker's body: validates the wire it inherited, builds the
+/// sandbox as its PID 1, starts the Python harness on the wire, forwards
+/// signals, reaps, and exits with the harness's status.
+///
+/// Exit codes: the harness's (128 + signal if one ended it); 2 for a bad
+/// command line or bad inherited fds; 127 if the harness could not be
+/// started (fork or exec failed); 1 for other start-up failures; 3-8 for a
+/// sandbox layer that could not be applied (sandbox_setup.hpp), with one
+/// stderr line naming the layer, the step and the errno.
+
+#include "worker/worker_main.hpp"
+
+#include <cstdio>
+#include <optional>
+#include <string>
+
+#include "worker/harness_launch.hpp"
+#include "worker/inherited_fds.hpp"
+#include "worker/options.hpp"
+#include "worker/reaper.hpp"
+#include "worker/sandbox_setup.hpp"
+
+namespace {
+
+constexpr int exit_usage = 2;
+constexpr int exit_exec_failed = 127;
+
+int fail(int code, const castellan::failure& f) {
+  std::fprintf(stderr, "castellan-worker: %s\n", f.describe().c_str());
+  return code;
+}
+
+} // namespace
+
+namespace castellan::worker {
+
+int run_worker(int argc, char** argv, harness_entry in_process) {
+  auto opts = parse_options(argc, argv);
+  if (!opts) {
+    std::fprintf(stderr, "castellan-worker: %s\n%s", opts.error().describe().c_str(),
+                 usage().c_str());
+    return exit_usage;
+  }
+  if (opts->help) {
+    std::fputs(usage().c_str(), stdout);
+    return 0;
+  }
+  // As PID 1 of a sandbox, --python and --harness are paths inside its
+  // root: they are checked once it is built.
+  const bool sandboxed = opts->sandbox_spec_fd >= 0;
+  if (!sandboxed) {
+    if (auto r = check_paths(*opts); !r)
+      return fail(exit_usage, r.error());
+  }
+  if (auto r = check_inherited_fds(*opts); !r)
+    return fail(exit_usage, r.error());
+  std::optional<sandbox_setup> sandbox;
+  if (sandboxed) {
+    sandbox_failure failed;
+    sandbox = sandbox_setup::enter(opts->sandbox_spec_fd, failed);
+    if (!sandbox)
+      return fail(failed.exit_code, failed.why.wrap(std::string("sandbox: ") +
+                                                    sandbox_exit_layer(failed.exit_code)));
+    if (auto r = check_paths(*opts); !r)
+      return fail(exit_usage, r.error());
+  }
+  if (auto r = become_subreaper(); !r)
+    return fail(1, r.error());
+  auto previous_mask = block_worker_signals();
+  if (!previous_mask)
+    return fail(1, previous_mask.error());
+  harness_command cmd{*opts};
+  cmd.set_in_process(in_process);
+  if (sandbox)
+    cmd.set_sandbox(&*sandbox);
+  int sandbox_exit = 0;
+  auto harness = spawn_harness(cmd, *previous_mask, &sandbox_exit);
+  if (!harness) {
+    if (sandbox_exit != 0) // the child printed the precise reason
+      return fail(sandbox_exit, harness.error());
+    return fail(harness.error().code != 0 ? exit_exec_failed : 1, harness.error());
+  }
+  return supervise_harness(*harness, sandbox ? sandbox->relay() : nullptr);
+}
+
+} // namespace castellan::worker
