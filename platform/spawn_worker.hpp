@@ -5,6 +5,8 @@
 
 #include <sys/types.h>
 
+#include <functional>
+
 #include "ipc/result.hpp"
 #include "ipc/unique_fd.hpp"
 #include "platform/worker_spec.hpp"
@@ -26,9 +28,9 @@ struct in_process_start {
   int (*main)(int argc, char** argv) = nullptr;
   /// The child becomes a child of the caller's parent (CLONE_PARENT).
   bool sibling = false;
-  /// Receives the pid of a sibling that was started and then killed (a
-  /// failed start-up): its parent must reap it.
-  pid_t* abandoned = nullptr;
+  /// Told the child's pid as soon as it exists: a sibling's parent must
+  /// learn it even if the start-up then fails (it reaps the child).
+  std::function<void(pid_t)> on_cloned;
 };
 
 /// Starts `spec` or says precisely why not (errno and the step that failed).

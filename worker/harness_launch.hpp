@@ -33,6 +33,7 @@ public:
 
   const char* path() const noexcept { return args_.front().c_str(); }
   char* const* argv() const noexcept { return argv_.data(); }
+  std::size_t arg_count() const noexcept { return args_.size(); }
   /// The wire fds (and the control socket), in argv order; the only fds
   /// above 2 the harness keeps.
   const int* kept_fds() const noexcept { return kept_fds_; }

@@ -24,6 +24,7 @@
 #include "platform/linux/fd_passing.hpp"
 #include "platform/linux/launch_request.hpp"
 #include "platform/spawn_worker.hpp"
+#include "worker/process_title.hpp"
 #include "worker/warm_interpreter.hpp"
 #include "worker/worker_main.hpp"
 
@@ -34,6 +35,7 @@ using namespace castellan;
 /// A launched worker's PID 1: castellan-worker's body, with the harness run
 /// warm.
 int launched_worker_main(int argc, char** argv) {
+  worker::set_process_title({argv, argv + argc});
   return worker::run_worker(argc, argv, &worker::run_warm_harness);
 }
 
@@ -85,18 +87,25 @@ void serve(int sock, platform::received_message& msg) {
     send_reply(sock, reply);
     return;
   }
-  pid_t abandoned = -1;
-  const platform::in_process_start start{&launched_worker_main, true, &abandoned};
+  platform::in_process_start start;
+  start.main = &launched_worker_main;
+  start.sibling = true;
+  start.on_cloned = [sock](pid_t pid) {
+    platform::launch_reply cloned;
+    cloned.what = platform::launch_reply::kind::cloned;
+    cloned.pid = pid;
+    send_reply(sock, cloned);
+  };
   worker::interpreter_before_fork();
   auto child = platform::spawn_worker(*spec, &start);
   worker::interpreter_after_fork();
   if (!child) {
     reply.error = child.error().message;
     reply.error_code = child.error().code;
-    reply.abandoned = abandoned;
     send_reply(sock, reply);
     return;
   }
+  reply.what = platform::launch_reply::kind::started;
   reply.pid = child->pid;
   send_reply(sock, reply, child->pidfd.get());
 }
@@ -104,6 +113,7 @@ void serve(int sock, platform::received_message& msg) {
 } // namespace
 
 int main(int argc, char** argv) {
+  worker::remember_title_area(argc, argv);
   launcher_options opts;
   if (!parse(argc, argv, opts)) {
     std::fputs("usage: castellan-launcher --python PATH --harness PATH --socket-fd N\n", stderr);
@@ -120,7 +130,7 @@ int main(int argc, char** argv) {
     return 1;
   }
   platform::launch_reply hello;
-  hello.ready = true;
+  hello.what = platform::launch_reply::kind::ready;
   hello.pid = ::getpid();
   send_reply(opts.socket_fd, hello);
   for (;;) {

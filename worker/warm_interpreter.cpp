@@ -5,6 +5,7 @@
 #include <Python.h>
 
 #include "worker/warm_interpreter.hpp"
+#include "worker/process_title.hpp"
 
 #include <libgen.h>
 #include <signal.h>
@@ -187,6 +188,7 @@ void interpreter_before_fork() noexcept { PyOS_BeforeFork(); }
 void interpreter_after_fork() noexcept { PyOS_AfterFork_Parent(); }
 
 int run_warm_harness(const harness_command& cmd) {
+  set_process_title({cmd.argv(), cmd.argv() + cmd.arg_count()});
   PyOS_AfterFork_Child();
   // As the interpreter's start-up sets them (`python3` ignores both).
   ::signal(SIGPIPE, SIG_IGN);

@@ -118,42 +118,40 @@ outcome<worker_spec> decode_launch_request(std::string_view text,
 }
 
 std::string encode_launch_reply(const launch_reply& reply) {
-  json j = json::object();
-  if (reply.ready)
-    j["ready"] = reply.pid;
-  else if (reply.error.empty())
-    j["pid"] = reply.pid;
-  if (!reply.error.empty()) {
-    j["error"] = reply.error;
-    j["errno"] = reply.error_code;
-    if (reply.abandoned > 0)
-      j["abandoned"] = reply.abandoned;
+  switch (reply.what) {
+    case launch_reply::kind::ready:
+      return json{{"ready", reply.pid}}.dump();
+    case launch_reply::kind::cloned:
+      return json{{"cloned", reply.pid}}.dump();
+    case launch_reply::kind::started:
+      return json{{"pid", reply.pid}}.dump();
+    case launch_reply::kind::failed:
+      break;
   }
-  return j.dump();
+  return json{{"error", reply.error}, {"errno", reply.error_code}}.dump();
 }
 
 outcome<launch_reply> decode_launch_reply(std::string_view text) {
   try {
     const json j = json::parse(text);
-    if (!j.is_object())
-      return logic_failure("launcher reply: not a JSON object");
+    if (!j.is_object() || j.size() == 0)
+      return logic_failure("launcher reply: not a non-empty JSON object");
     launch_reply r;
     if (j.contains("error")) {
+      r.what = launch_reply::kind::failed;
       r.error = field<std::string>(j, "error", "launcher reply");
       if (r.error.empty())
         return logic_failure("launcher reply: an empty \"error\"");
-      if (j.contains("errno"))
-        r.error_code = field<int>(j, "errno", "launcher reply");
-      if (j.contains("abandoned"))
-        r.abandoned = field<pid_t>(j, "abandoned", "launcher reply");
+      r.error_code = field<int>(j, "errno", "launcher reply");
       return r;
     }
-    if (j.contains("ready")) {
-      r.ready = true;
-      r.pid = field<pid_t>(j, "ready", "launcher reply");
-    } else {
-      r.pid = field<pid_t>(j, "pid", "launcher reply");
-    }
+    const char* key = j.contains("ready")    ? "ready"
+                      : j.contains("cloned") ? "cloned"
+                                             : "pid";
+    r.what = j.contains("ready")    ? launch_reply::kind::ready
+             : j.contains("cloned") ? launch_reply::kind::cloned
+                                    : launch_reply::kind::started;
+    r.pid = field<pid_t>(j, key, "launcher reply");
     if (r.pid <= 0)
       return logic_failure("launcher reply: pid " + std::to_string(r.pid) + " is not a process");
     return r;

@@ -7,10 +7,11 @@
 ///     pool ─► launcher   a worker_spec as JSON; its fds attached, in the
 ///                        order of spec.fds (each parent_fd becomes the
 ///                        received fd)
-///     launcher ─► pool   {"pid": N} with the worker's pidfd attached, or
-///                        {"error": "...", "errno": E[, "abandoned": pid]}:
-///                        `abandoned` is a worker that was started, killed
-///                        and is the pool's to reap (it was born its child)
+///     launcher ─► pool   {"cloned": N} as soon as the worker's process
+///                        exists (it is born the pool's child: whatever
+///                        happens next, the pool can kill and reap it), then
+///                        {"pid": N} with the worker's pidfd attached, or
+///                        {"error": "...", "errno": E}
 ///
 /// The launcher announces itself once, before the first request, with
 /// {"ready": pid} (or {"error": "..."} when its interpreter did not start).
@@ -41,13 +42,18 @@ outcome<std::string> encode_launch_request(const worker_spec& spec);
 outcome<worker_spec> decode_launch_request(std::string_view json,
                                            const std::vector<unique_fd>& received);
 
-/// The launcher's answer (or its announcement, `ready`).
+/// One message from the launcher.
 struct launch_reply {
-  bool ready = false;    ///< the announcement: `pid` is the launcher's
-  pid_t pid = -1;        ///< the worker (its pidfd travels with the message)
-  std::string error;     ///< non-empty: the worker was not started
-  int error_code = 0;    ///< errno of the failure, 0 when none applies
-  pid_t abandoned = -1;  ///< a killed worker the pool must reap
+  enum class kind : uint8_t {
+    ready,   ///< the announcement: `pid` is the launcher's
+    cloned,  ///< the worker's process exists: `pid`
+    started, ///< the worker started: `pid` (its pidfd travels with the message)
+    failed,  ///< it did not: `error`, `error_code`
+  };
+  kind what = kind::failed;
+  pid_t pid = -1;
+  std::string error;
+  int error_code = 0; ///< errno of the failure, 0 when none applies
 };
 
 std::string encode_launch_reply(const launch_reply& reply);

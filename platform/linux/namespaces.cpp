@@ -314,14 +314,14 @@ outcome<sandboxed_child> clone_sandboxed(const sandbox_clone_options& options,
   sandboxed_child child;
   child.pid = static_cast<pid_t>(rc);
   child.pidfd.reset(pidfd);
+  if (options.on_cloned)
+    options.on_cloned(child.pid);
   sync->first.reset();
   status->second.reset();
 
   auto abandon = [&](failure f) -> outcome<sandboxed_child> {
     sync->second.reset(); // the child sees EOF if it is still waiting
     kill_and_reap(child.pid, child.pidfd.get());
-    if (options.sibling && options.abandoned != nullptr)
-      *options.abandoned = child.pid;
     return f;
   };
   if (auto r = write_id_maps(child.pid, *ids); !r)

@@ -25,6 +25,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -103,10 +104,11 @@ struct sandbox_clone_options {
   /// CLONE_PARENT: the child becomes a child of the caller's parent (a
   /// launcher starting workers for the supervisor that started it: the
   /// supervisor then reaps them, and their death signal follows it). The
-  /// caller cannot reap a child it gave up on: it is killed, its pid goes
-  /// to `*abandoned` (when set), and the parent must reap it.
+  /// caller cannot reap a child it gave up on: it is killed, and the
+  /// parent must reap it (`on_cloned` tells whoever must which pid).
   bool sibling = false;
-  pid_t* abandoned = nullptr;
+  /// Called in the caller right after clone3 succeeded, with the child's pid.
+  std::function<void(pid_t)> on_cloned;
   /// How long the parent waits for exec (or started()) before it kills the
   /// child and reports a time-out.
   std::chrono::milliseconds start_timeout{10'000};

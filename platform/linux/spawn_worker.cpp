@@ -248,7 +248,8 @@ outcome<spawned_worker> spawn_worker(const worker_spec& spec,
     options.hostname = spec.hostname;
     options.fd_floor = floor;
     options.sibling = in_process != nullptr && in_process->sibling;
-    options.abandoned = in_process != nullptr ? in_process->abandoned : nullptr;
+    if (in_process != nullptr)
+      options.on_cloned = in_process->on_cloned;
     auto child = clone_sandboxed(options, run_sandboxed_child, &plan);
     if (!child)
       return failure{child.error().code,

@@ -5,6 +5,7 @@
 
 #include <fcntl.h>
 #include <poll.h>
+#include <signal.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -86,9 +87,10 @@ outcome<void> worker_launcher::launch() {
     return logic_failure("launcher " + opts_.binary + ": " + why);
   }
   auto hello = decode_launch_reply(msg->payload);
-  if (!hello || !hello->error.empty() || !hello->ready) {
+  if (!hello || hello->what != launch_reply::kind::ready) {
     std::string why = !hello ? hello.error().describe()
-                             : !hello->error.empty() ? hello->error : "no announcement";
+                      : hello->what == launch_reply::kind::failed ? hello->error
+                                                                  : "no announcement";
     stop();
     return logic_failure("launcher " + opts_.binary + ": " + why);
   }
@@ -124,6 +126,22 @@ outcome<spawned_worker> worker_launcher::spawn(const worker_spec& spec) {
   return request(*text, spec, dead);
 }
 
+namespace {
+
+/// A worker the launcher cloned (our child, since CLONE_PARENT) that will
+/// not be ours to run: killed and reaped. Its pid cannot have been reused:
+/// an unreaped child keeps it.
+void discard_child(pid_t pid) noexcept {
+  if (pid <= 0)
+    return;
+  ::kill(pid, SIGKILL);
+  siginfo_t info;
+  while (::waitid(P_PID, static_cast<id_t>(pid), &info, WEXITED) != 0 && errno == EINTR) {
+  }
+}
+
+} // namespace
+
 outcome<spawned_worker> worker_launcher::request(const std::string& text,
                                                  const worker_spec& spec, bool& dead) {
   std::vector<int> fds;
@@ -131,43 +149,56 @@ outcome<spawned_worker> worker_launcher::request(const std::string& text,
     fds.push_back(m.parent_fd);
   if (auto sent = send_message(socket_.get(), text, fds.data(), fds.size()); !sent) {
     dead = sent.error().code == EPIPE || sent.error().code == ECONNRESET;
+    if (dead)
+      stop();
     return sent.error().wrap("launcher: sending the request");
   }
-  if (auto ok = wait_readable(); !ok) {
-    // A launcher that does not answer is not trusted with the next worker.
-    stop();
-    return ok.error().wrap("launcher");
-  }
-  auto msg = receive_message(socket_.get(), max_launch_message, 1);
-  if (!msg) {
-    stop();
-    return msg.error().wrap("launcher: reading the reply");
-  }
-  if (msg->closed) {
-    dead = true;
-    stop();
-    return logic_failure("launcher: it exited without answering");
-  }
-  auto reply = decode_launch_reply(msg->payload);
-  if (!reply) {
-    stop();
-    return reply.error();
-  }
-  if (reply->abandoned > 0) {
-    // Born our child and killed by the launcher: ours to reap.
-    siginfo_t info;
-    while (::waitid(P_PID, static_cast<id_t>(reply->abandoned), &info, WEXITED) != 0 &&
-           errno == EINTR) {
+  pid_t cloned = -1;
+  // Whatever goes wrong from here, a worker already cloned does not survive.
+  auto give_up = [&](failure f, bool launcher_gone) -> outcome<spawned_worker> {
+    discard_child(cloned);
+    dead = launcher_gone;
+    stop(); // a launcher that failed us is not trusted with the next worker
+    return f;
+  };
+  for (;;) {
+    if (auto ok = wait_readable(); !ok)
+      return give_up(ok.error().wrap("launcher"), false);
+    auto msg = receive_message(socket_.get(), max_launch_message, 1);
+    if (!msg)
+      return give_up(msg.error().wrap("launcher: reading the reply"),
+                     msg.error().code == ECONNRESET);
+    if (msg->closed)
+      return give_up(logic_failure("launcher: it exited without answering"), true);
+    auto reply = decode_launch_reply(msg->payload);
+    if (!reply)
+      return give_up(reply.error(), false);
+    switch (reply->what) {
+      case launch_reply::kind::cloned:
+        if (cloned > 0 || !msg->fds.empty())
+          return give_up(logic_failure("launcher: a second clone, or fds with it"), false);
+        cloned = reply->pid;
+        continue;
+      case launch_reply::kind::failed:
+        // The launcher killed what it cloned; reaping it is ours.
+        discard_child(cloned);
+        return failure{reply->error_code, reply->error};
+      case launch_reply::kind::started:
+        if (reply->pid != cloned || msg->fds.size() != 1)
+          return give_up(logic_failure("launcher: started pid " + std::to_string(reply->pid) +
+                                       " without its pidfd or its clone notice"),
+                         false);
+        {
+          spawned_worker out;
+          out.pid = reply->pid;
+          out.pidfd = std::move(msg->fds.front());
+          return out;
+        }
+      case launch_reply::kind::ready:
+        break;
     }
+    return give_up(logic_failure("launcher: an announcement in place of a reply"), false);
   }
-  if (!reply->error.empty())
-    return failure{reply->error_code, reply->error};
-  if (reply->ready || msg->fds.size() != 1)
-    return logic_failure("launcher: a reply without the worker's pidfd");
-  spawned_worker out;
-  out.pid = reply->pid;
-  out.pidfd = std::move(msg->fds.front());
-  return out;
 }
 
 } // namespace castellan::platform
