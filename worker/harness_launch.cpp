@@ -11,8 +11,11 @@
 #include <algorithm>
 #include <cerrno>
 #include <climits>
+#include <string>
+#include <utility>
 
 #include "ipc/unique_fd.hpp"
+#include "platform/linux/enforcement_report.hpp"
 
 extern char** environ;
 
@@ -73,6 +76,9 @@ std::string harness_command::describe() const {
 
 namespace {
 
+outcome<pid_t> await_start(const harness_command& cmd, pid_t pid, int report_fd,
+                           int* sandbox_exit);
+
 /// Closes every fd above 2 but the harness's own (which are not
 /// close-on-exec by now).
 void close_on_exec_now(const harness_command& cmd) noexcept {
@@ -112,13 +118,6 @@ void close_on_exec_now(const harness_command& cmd) noexcept {
         ::_exit(code);
       }
     }
-    if (err == 0 && cmd.in_process() != nullptr) {
-      // What the exec would do: the fds still marked close-on-exec (the
-      // report pipe among them, whose EOF tells the parent we started) are
-      // closed, then the harness runs here.
-      close_on_exec_now(cmd);
-      ::_exit(cmd.in_process()(cmd));
-    }
     if (err == 0) {
       ::execve(cmd.path(), cmd.argv(), environ);
       err = errno;
@@ -146,10 +145,19 @@ outcome<pid_t> spawn_harness(const harness_command& cmd, const sigset_t& child_m
   if (pid == 0)
     exec_child(cmd, child_mask, parent, report_write.get());
   report_write.reset();
+  return await_start(cmd, pid, report_read.get(), sandbox_exit);
+}
+
+namespace {
+
+/// Until the child's report pipe says how its start ended: EOF when the
+/// harness runs, else a failure record (the child is reaped then).
+outcome<pid_t> await_start(const harness_command& cmd, pid_t pid, int report_fd,
+                           int* sandbox_exit) {
   int err = 0;
   ssize_t n;
   do {
-    n = ::read(report_read.get(), &err, sizeof err);
+    n = ::read(report_fd, &err, sizeof err);
   } while (n < 0 && errno == EINTR);
   if (n == 0)
     return pid; // EOF: the exec closed the pipe
@@ -165,6 +173,116 @@ outcome<pid_t> spawn_harness(const harness_command& cmd, const sigset_t& child_m
   if (n == static_cast<ssize_t>(sizeof err))
     return errno_failure("exec " + cmd.describe(), err);
   return logic_failure("exec " + cmd.describe() + ": the child failed before exec");
+}
+
+/// Reads everything until EOF (the root report); false on a read error.
+bool read_all(int fd, std::string& out) {
+  char buf[4096];
+  for (;;) {
+    const ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n < 0)
+      return false;
+    if (n == 0)
+      return true;
+    out.append(buf, static_cast<std::size_t>(n));
+  }
+}
+
+/// The early child (see early_harness): prepares its interpreter, waits for
+/// the root, applies its layers, runs the harness. It allocates: PID 1 of a
+/// launched worker is single-threaded.
+[[noreturn]] void early_child(const harness_command& cmd, const sigset_t& child_mask,
+                              pid_t parent, int release_fd, int report_fd) noexcept {
+  auto report = [report_fd](int err) {
+    [[maybe_unused]] const ssize_t n = ::write(report_fd, &err, sizeof err);
+  };
+  if (::prctl(PR_SET_PDEATHSIG, SIGKILL) != 0) {
+    report(errno);
+    ::_exit(127);
+  }
+  if (::getppid() != parent)
+    ::_exit(127);
+  ::close_range(3, UINT_MAX, CLOSE_RANGE_CLOEXEC);
+  for (int i = 0; i < cmd.kept_fd_count(); ++i) {
+    if (::fcntl(cmd.kept_fds()[i], F_SETFD, 0) != 0) {
+      report(errno);
+      ::_exit(127);
+    }
+  }
+  if (::sigprocmask(SIG_SETMASK, &child_mask, nullptr) != 0) {
+    report(errno);
+    ::_exit(127);
+  }
+  cmd.in_process()->prepare(cmd);
+  std::string root_json;
+  if (!read_all(release_fd, root_json) || root_json.empty())
+    ::_exit(127); // PID 1 gave up: nothing runs
+  auto root = platform::parse_root_report(root_json);
+  const int code = root ? cmd.sandbox()->apply_in_early_child(cmd.control_fd(), std::move(*root))
+                        : exit_sandbox_root;
+  if (code != 0) {
+    report(-code);
+    ::_exit(code);
+  }
+  // What the exec would do: every fd still marked close-on-exec is closed
+  // (the report pipe among them: its EOF tells PID 1 the harness runs).
+  close_on_exec_now(cmd);
+  ::_exit(cmd.in_process()->run(cmd));
+}
+
+} // namespace
+
+outcome<early_harness> early_harness::fork(const harness_command& cmd,
+                                           const sigset_t& child_mask) {
+  if (cmd.sandbox() == nullptr || cmd.in_process() == nullptr)
+    return logic_failure("early harness: needs a sandbox and an in-process harness");
+  int release[2], report[2];
+  if (::pipe2(release, O_CLOEXEC) != 0)
+    return errno_failure("pipe2");
+  unique_fd release_read{release[0]}, release_write{release[1]};
+  if (::pipe2(report, O_CLOEXEC) != 0)
+    return errno_failure("pipe2");
+  unique_fd report_read{report[0]}, report_write{report[1]};
+  const pid_t parent = ::getpid();
+  const pid_t pid = ::fork();
+  if (pid < 0)
+    return errno_failure("fork");
+  if (pid == 0) {
+    release_write.reset();
+    early_child(cmd, child_mask, parent, release_read.get(), report_write.get());
+  }
+  return early_harness(cmd, pid, std::move(release_write), std::move(report_read));
+}
+
+early_harness::early_harness(early_harness&& other) noexcept
+    : cmd_(other.cmd_), pid_(std::exchange(other.pid_, -1)),
+      release_(std::move(other.release_)), report_(std::move(other.report_)) {}
+
+early_harness::~early_harness() {
+  if (pid_ <= 0)
+    return;
+  release_.reset(); // EOF before the root: the child exits
+  int status = 0;
+  while (::waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
+  }
+}
+
+outcome<pid_t> early_harness::release(const platform::root_report& root, int* sandbox_exit) {
+  const std::string json = platform::root_report_json(root);
+  std::size_t done = 0;
+  while (done < json.size()) {
+    const ssize_t n = ::write(release_.get(), json.data() + done, json.size() - done);
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n < 0)
+      return errno_failure("early harness: sending the root report"); // reaped by the destructor
+    done += static_cast<std::size_t>(n);
+  }
+  release_.reset();
+  const pid_t pid = std::exchange(pid_, -1);
+  return await_start(*cmd_, pid, report_.get(), sandbox_exit);
 }
 
 } // namespace castellan::worker

@@ -12,6 +12,8 @@
 #include <vector>
 
 #include "ipc/result.hpp"
+#include "ipc/unique_fd.hpp"
+#include "platform/linux/root_builder.hpp"
 #include "worker/options.hpp"
 #include "worker/sandbox_setup.hpp"
 
@@ -19,9 +21,17 @@ namespace castellan::worker {
 
 class harness_command;
 
-/// Runs the harness in the calling process instead of exec'ing Python (the
-/// launcher's warm interpreter); its result is the process's exit code.
-using harness_entry = int (*)(const harness_command& cmd);
+/// How a launched worker's interpreter process runs the harness in the
+/// interpreter it inherited from the launcher instead of exec'ing Python
+/// (worker/warm_interpreter.hpp).
+struct in_process_harness {
+  /// Right after the fork, while PID 1 still builds the root and before any
+  /// sandbox layer is applied: only what needs no sandbox because nothing
+  /// untrusted exists yet (the interpreter's own after-fork work).
+  void (*prepare)(const harness_command& cmd);
+  /// Once the sandbox is applied: the harness; its result is the exit code.
+  int (*run)(const harness_command& cmd);
+};
 
 /// The harness's argv and the fds it inherits, ready for execve.
 class harness_command {
@@ -47,9 +57,9 @@ public:
   void set_sandbox(sandbox_setup* sandbox) noexcept { sandbox_ = sandbox; }
   sandbox_setup* sandbox() const noexcept { return sandbox_; }
 
-  /// Run the harness through `entry` instead of execve (null: exec).
-  void set_in_process(harness_entry entry) noexcept { in_process_ = entry; }
-  harness_entry in_process() const noexcept { return in_process_; }
+  /// Run the harness through `h` instead of execve (null: exec).
+  void set_in_process(const in_process_harness* h) noexcept { in_process_ = h; }
+  const in_process_harness* in_process() const noexcept { return in_process_; }
   /// The harness's own arguments (after the interpreter, its flags and the
   /// script), and the script's path.
   std::vector<std::string> harness_args() const;
@@ -64,11 +74,10 @@ private:
   int kept_fd_count_ = 3;
   int control_fd_ = -1;
   sandbox_setup* sandbox_ = nullptr;
-  harness_entry in_process_ = nullptr;
+  const in_process_harness* in_process_ = nullptr;
 };
 
-/// Forks and execs `cmd` (or runs it in the child through its in_process
-/// entry, which then inherits exactly what the exec would). The child starts with `child_mask` as its signal
+/// Forks and execs `cmd`. The child starts with `child_mask` as its signal
 /// mask, gets SIGKILL if this process dies (PR_SET_PDEATHSIG), and inherits
 /// only fds 0-2 and the wire fds. Returns the child's pid once the exec has
 /// succeeded; if it failed, the child is reaped and the failure carries the
@@ -77,5 +86,33 @@ private:
 /// (sandbox_setup.hpp) and the failure says which layer.
 outcome<pid_t> spawn_harness(const harness_command& cmd, const sigset_t& child_mask,
                              int* sandbox_exit = nullptr);
+
+/// A launched worker's order (worker_main.cpp): its interpreter process is
+/// forked as soon as the sandbox spec is read, so that its interpreter's
+/// after-fork work runs while PID 1 builds the root; it then waits for
+/// release() before it applies its own sandbox layers and runs the harness.
+/// Destroyed unreleased (PID 1 failed), the child ends without running
+/// anything and is reaped.
+class early_harness {
+public:
+  /// Forks the child of `cmd` (which has a sandbox and an in_process harness).
+  static outcome<early_harness> fork(const harness_command& cmd, const sigset_t& child_mask);
+
+  early_harness(early_harness&& other) noexcept;
+  early_harness& operator=(early_harness&&) = delete;
+  ~early_harness();
+
+  /// PID 1 has built the root: sends the child `root`, and waits as
+  /// spawn_harness does (same result, same `sandbox_exit`).
+  outcome<pid_t> release(const platform::root_report& root, int* sandbox_exit);
+
+private:
+  early_harness(const harness_command& cmd, pid_t pid, unique_fd release, unique_fd report)
+      : cmd_(&cmd), pid_(pid), release_(std::move(release)), report_(std::move(report)) {}
+  const harness_command* cmd_;
+  pid_t pid_;
+  unique_fd release_; ///< write end: the root report, then EOF
+  unique_fd report_;  ///< read end: EOF once the harness runs, or a failure
+};
 
 } // namespace castellan::worker

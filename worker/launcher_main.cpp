@@ -36,7 +36,7 @@ using namespace castellan;
 /// warm.
 int launched_worker_main(int argc, char** argv) {
   worker::set_process_title({argv, argv + argc});
-  return worker::run_worker(argc, argv, &worker::run_warm_harness);
+  return worker::run_worker(argc, argv, &worker::warm_harness);
 }
 
 struct launcher_options {

@@ -50,8 +50,14 @@ const char* sandbox_exit_layer(int exit_code) noexcept {
 }
 
 std::optional<sandbox_setup> sandbox_setup::enter(int spec_fd, sandbox_failure& failed) {
-  using namespace platform;
-  auto spec = read_sandbox_spec(spec_fd);
+  auto out = read(spec_fd, failed);
+  if (!out || !out->build(failed))
+    return std::nullopt;
+  return out;
+}
+
+std::optional<sandbox_setup> sandbox_setup::read(int spec_fd, sandbox_failure& failed) {
+  auto spec = platform::read_sandbox_spec(spec_fd);
   ::close(spec_fd);
   if (!spec) {
     failed = {exit_sandbox_spec, spec.error()};
@@ -59,43 +65,64 @@ std::optional<sandbox_setup> sandbox_setup::enter(int spec_fd, sandbox_failure& 
   }
   sandbox_setup out;
   out.spec_ = std::move(*spec);
-  auto root = build_root(out.spec_.root);
+  return out;
+}
+
+bool sandbox_setup::build(sandbox_failure& failed) {
+  using namespace platform;
+  auto root = build_root(spec_.root);
   if (!root) {
     failed = {exit_sandbox_root, root.error()};
-    return std::nullopt;
+    return false;
   }
-  out.root_ = std::move(*root);
-  if (out.spec_.loopback_up) {
+  root_ = std::move(*root);
+  if (spec_.loopback_up) {
     if (auto r = set_loopback_up(); !r) {
       failed = {exit_sandbox_network, r.error()};
-      return std::nullopt;
+      return false;
     }
   }
-  if (out.spec_.egress_port != 0) {
-    // Bound before the interpreter exists: nothing in the sandbox can take
-    // the port first.
-    auto relay = egress_relay::open(out.spec_.egress_port, out.spec_.egress_fd);
+  if (spec_.egress_port != 0) {
+    // Bound before the interpreter runs anything of its own: nothing in the
+    // sandbox can take the port first.
+    auto relay = egress_relay::open(spec_.egress_port, spec_.egress_fd);
     if (!relay) {
       failed = {exit_sandbox_network, relay.error()};
-      return std::nullopt;
+      return false;
     }
-    out.relay_.emplace(std::move(*relay));
+    relay_.emplace(std::move(*relay));
   }
-  if (out.spec_.drop_capabilities) {
+  if (spec_.drop_capabilities) {
     // PID 1 keeps running next to hostile code: it needs no capability to
     // reap and forward signals, and nobody may ptrace or read it.
     auto caps = drop_capabilities();
     if (!caps) {
       failed = {exit_sandbox_capabilities, caps.error()};
-      return std::nullopt;
+      return false;
     }
-    out.capabilities_ = *caps;
+    capabilities_ = *caps;
     if (::prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0) {
       failed = {exit_sandbox_capabilities, errno_failure("prctl(PR_SET_DUMPABLE, 0)")};
-      return std::nullopt;
+      return false;
     }
   }
-  return out;
+  return true;
+}
+
+int sandbox_setup::apply_in_early_child(int control_fd, platform::root_report root) noexcept {
+  using namespace platform;
+  root_ = std::move(root);
+  if (spec_.drop_capabilities) {
+    auto caps = drop_capabilities();
+    if (!caps)
+      return say(exit_sandbox_capabilities, "capabilities", caps.error());
+    capabilities_ = *caps;
+  }
+  // build_root left PID 1 in the working directory; pivot_root moved this
+  // process only to the new root.
+  if (!spec_.root.workdir.empty() && ::chdir(spec_.root.workdir.c_str()) != 0)
+    return say(exit_sandbox_root, "root", errno_failure("chdir " + spec_.root.workdir));
+  return apply_in_child(control_fd);
 }
 
 int sandbox_setup::apply_in_child(int control_fd) noexcept {
@@ -104,9 +131,9 @@ int sandbox_setup::apply_in_child(int control_fd) noexcept {
   enforcement_report report;
   report.root = root_;
   if (spec_.drop_capabilities) {
-    // Forked from PID 1 after its drop: this process has PID 1's
-    // credentials, which enter() verified empty and locked (no exec, no
-    // set*id can bring a capability back), so its report is this one's.
+    // Dropped and verified empty and locked (no exec, no set*id can bring
+    // a capability back): by PID 1 before the fork, whose credentials this
+    // process has, or by this process itself (apply_in_early_child).
     report.capabilities = capabilities_;
   }
   report.landlock_requested = spec_.landlock.enabled;

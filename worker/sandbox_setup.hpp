@@ -41,10 +41,18 @@ struct sandbox_failure {
 /// PID 1's half, done; the child's half is `apply_in_child`.
 class sandbox_setup {
 public:
-  /// PID 1: read_sandbox_spec → build_root → set_loopback_up → the egress
-  /// relay's listener (when the spec has one) → drop its own capabilities →
-  /// PR_SET_DUMPABLE 0. Closes `spec_fd`.
+  /// PID 1: read() then build(). Closes `spec_fd`.
   static std::optional<sandbox_setup> enter(int spec_fd, sandbox_failure& failed);
+
+  /// PID 1, first half: read_sandbox_spec. Closes `spec_fd`.
+  static std::optional<sandbox_setup> read(int spec_fd, sandbox_failure& failed);
+  /// PID 1, second half: build_root → set_loopback_up → the egress relay's
+  /// listener (when the spec has one) → drop its own capabilities →
+  /// PR_SET_DUMPABLE 0.
+  bool build(sandbox_failure& failed);
+
+  /// What build_root reported.
+  const platform::root_report& root() const noexcept { return root_; }
 
   /// The interpreter child, after fork and before exec (it inherits PID 1's
   /// dropped capabilities): apply_landlock → apply_seccomp → the notify filter, whose listener is
@@ -53,6 +61,13 @@ public:
   /// CASTELLAN_ENFORCEMENT is set to the report. Returns 0, or an exit code
   /// after printing why to stderr.
   int apply_in_child(int control_fd) noexcept;
+
+  /// An interpreter child forked between read() and build() (a launched
+  /// worker's: it prepared its interpreter while PID 1 built the root), once
+  /// PID 1 has built it: drops its own capabilities (it was forked before
+  /// PID 1 dropped them), enters the root's working directory, takes PID 1's
+  /// `root` report, then as apply_in_child.
+  int apply_in_early_child(int control_fd, platform::root_report root) noexcept;
 
   /// The egress relay PID 1 serves, or null when the sandbox has no network.
   egress_relay* relay() noexcept { return relay_ ? &*relay_ : nullptr; }

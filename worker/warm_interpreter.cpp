@@ -187,13 +187,22 @@ void interpreter_before_fork() noexcept { PyOS_BeforeFork(); }
 
 void interpreter_after_fork() noexcept { PyOS_AfterFork_Parent(); }
 
-int run_warm_harness(const harness_command& cmd) {
+namespace {
+
+/// Set when prepare_warm_harness could not restore what it must.
+bool prepare_failed = false;
+
+void prepare_warm_harness(const harness_command& cmd) {
   set_process_title({cmd.argv(), cmd.argv() + cmd.arg_count()});
   PyOS_AfterFork_Child();
   // As the interpreter's start-up sets them (`python3` ignores both).
   ::signal(SIGPIPE, SIG_IGN);
   ::signal(SIGXFSZ, SIG_IGN);
-  if (harness_main == nullptr || !restore_sigint() || !adopt_c_environment()) {
+  prepare_failed = !restore_sigint();
+}
+
+int run_warm_harness(const harness_command& cmd) {
+  if (harness_main == nullptr || prepare_failed || !adopt_c_environment()) {
     PyErr_Print();
     return 1;
   }
@@ -230,5 +239,9 @@ int run_warm_harness(const harness_command& cmd) {
     return 120;
   return code & 0xff;
 }
+
+} // namespace
+
+const in_process_harness warm_harness{&prepare_warm_harness, &run_warm_harness};
 
 } // namespace castellan::worker

@@ -31,10 +31,14 @@ outcome<void> start_warm_interpreter(const std::string& python, const std::strin
 void interpreter_before_fork() noexcept;
 void interpreter_after_fork() noexcept;
 
-/// A harness_entry: in the worker's interpreter process, after its sandbox
-/// is applied, runs castellan_runtime.main with the command's arguments in
-/// the inherited interpreter; its result is the exit code (as `python3
-/// castellan_harness.py` would end).
-int run_warm_harness(const harness_command& cmd);
+/// The worker's interpreter process, as an in_process_harness:
+///  - prepare, right after the fork: its name, the interpreter's after-fork
+///    protocol (locks, os.register_at_fork hooks: `random` reseeds), the
+///    signal dispositions the interpreter's start-up sets;
+///  - run, once the sandbox is applied: the environment (os.environ from
+///    the C environment), sys.argv, then castellan_runtime.main with the
+///    command's arguments; the exit code is what `python3
+///    castellan_harness.py` would end with.
+extern const in_process_harness warm_harness;
 
 } // namespace castellan::worker

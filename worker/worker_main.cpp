@@ -35,7 +35,53 @@ int fail(int code, const castellan::failure& f) {
 
 namespace castellan::worker {
 
-int run_worker(int argc, char** argv, harness_entry in_process) {
+namespace {
+
+int sandbox_failed(const sandbox_failure& failed) {
+  return fail(failed.exit_code,
+              failed.why.wrap(std::string("sandbox: ") + sandbox_exit_layer(failed.exit_code)));
+}
+
+/// The harness did not start: the exit code that says why.
+int harness_failed(const failure& f, int sandbox_exit) {
+  if (sandbox_exit != 0) // the child printed the precise reason
+    return fail(sandbox_exit, f);
+  return fail(f.code != 0 ? exit_exec_failed : 1, f);
+}
+
+/// A launched worker (warm start): the interpreter process is forked once
+/// the spec is read and prepares its inherited interpreter while this
+/// process builds the root; then it applies its own layers (early_harness).
+int run_launched(const options& opts, const in_process_harness* in_process) {
+  sandbox_failure failed;
+  auto sandbox = sandbox_setup::read(opts.sandbox_spec_fd, failed);
+  if (!sandbox)
+    return sandbox_failed(failed);
+  if (auto r = become_subreaper(); !r)
+    return fail(1, r.error());
+  auto previous_mask = block_worker_signals();
+  if (!previous_mask)
+    return fail(1, previous_mask.error());
+  harness_command cmd{opts};
+  cmd.set_in_process(in_process);
+  cmd.set_sandbox(&*sandbox);
+  auto early = early_harness::fork(cmd, *previous_mask);
+  if (!early)
+    return fail(exit_exec_failed, early.error());
+  if (!sandbox->build(failed))
+    return sandbox_failed(failed); // `early` ends its child unreleased
+  if (auto r = check_paths(opts); !r)
+    return fail(exit_usage, r.error());
+  int sandbox_exit = 0;
+  auto harness = early->release(sandbox->root(), &sandbox_exit);
+  if (!harness)
+    return harness_failed(harness.error(), sandbox_exit);
+  return supervise_harness(*harness, sandbox->relay());
+}
+
+} // namespace
+
+int run_worker(int argc, char** argv, const in_process_harness* in_process) {
   auto opts = parse_options(argc, argv);
   if (!opts) {
     std::fprintf(stderr, "castellan-worker: %s\n%s", opts.error().describe().c_str(),
@@ -55,13 +101,17 @@ int run_worker(int argc, char** argv, harness_entry in_process) {
   }
   if (auto r = check_inherited_fds(*opts); !r)
     return fail(exit_usage, r.error());
+  if (in_process != nullptr) {
+    if (!sandboxed)
+      return fail(exit_usage, logic_failure("a launched worker needs --sandbox-spec-fd"));
+    return run_launched(*opts, in_process);
+  }
   std::optional<sandbox_setup> sandbox;
   if (sandboxed) {
     sandbox_failure failed;
     sandbox = sandbox_setup::enter(opts->sandbox_spec_fd, failed);
     if (!sandbox)
-      return fail(failed.exit_code, failed.why.wrap(std::string("sandbox: ") +
-                                                    sandbox_exit_layer(failed.exit_code)));
+      return sandbox_failed(failed);
     if (auto r = check_paths(*opts); !r)
       return fail(exit_usage, r.error());
   }
@@ -71,16 +121,12 @@ int run_worker(int argc, char** argv, harness_entry in_process) {
   if (!previous_mask)
     return fail(1, previous_mask.error());
   harness_command cmd{*opts};
-  cmd.set_in_process(in_process);
   if (sandbox)
     cmd.set_sandbox(&*sandbox);
   int sandbox_exit = 0;
   auto harness = spawn_harness(cmd, *previous_mask, &sandbox_exit);
-  if (!harness) {
-    if (sandbox_exit != 0) // the child printed the precise reason
-      return fail(sandbox_exit, harness.error());
-    return fail(harness.error().code != 0 ? exit_exec_failed : 1, harness.error());
-  }
+  if (!harness)
+    return harness_failed(harness.error(), sandbox_exit);
   return supervise_harness(*harness, sandbox ? sandbox->relay() : nullptr);
 }
 

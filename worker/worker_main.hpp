@@ -12,7 +12,8 @@ namespace castellan::worker {
 /// line carries a sandbox spec), starts the harness and supervises it; the
 /// result is the process's exit code (see the exit codes in worker_main.cpp).
 /// `in_process` null: the harness is exec'd (python3 -I -S -B harness …);
-/// otherwise its process calls `in_process` instead of exec.
-int run_worker(int argc, char** argv, harness_entry in_process = nullptr);
+/// otherwise (a launched worker) its process runs the harness in the
+/// interpreter it inherited, in early_harness's order.
+int run_worker(int argc, char** argv, const in_process_harness* in_process = nullptr);
 
 } // namespace castellan::worker

@@ -54,14 +54,7 @@ std::string enforcement_report::to_json() const {
                    {"unavailable", cgroup_unavailable}};
   else
     j["cgroup"] = nullptr;
-  if (root)
-    j["root"] = {{"mounted", root->mounted},
-                 {"skipped", root->skipped},
-                 {"proc", root->proc_options},
-                 {"read_only", root->read_only},
-                 {"hostname", root->hostname}};
-  else
-    j["root"] = nullptr;
+  j["root"] = root ? json::parse(root_report_json(*root)) : json(nullptr);
   if (landlock)
     j["landlock"] = {{"requested", landlock_requested},
                      {"abi", landlock->abi},
@@ -91,6 +84,30 @@ std::string enforcement_report::to_json() const {
     j["seccomp"] = {{"requested", seccomp_requested}, {"enforced", false}};
   j["capabilities"] = capabilities ? caps_json(*capabilities) : json(nullptr);
   return j.dump();
+}
+
+std::string root_report_json(const root_report& root) {
+  return json{{"mounted", root.mounted},
+              {"skipped", root.skipped},
+              {"proc", root.proc_options},
+              {"read_only", root.read_only},
+              {"hostname", root.hostname}}
+    .dump();
+}
+
+outcome<root_report> parse_root_report(std::string_view text) {
+  try {
+    const json j = json::parse(text);
+    root_report r;
+    r.mounted = j.at("mounted").get<std::vector<std::string>>();
+    r.skipped = j.at("skipped").get<std::vector<std::string>>();
+    r.proc_options = j.at("proc").get<std::string>();
+    r.read_only = j.at("read_only").get<bool>();
+    r.hostname = j.at("hostname").get<std::string>();
+    return r;
+  } catch (const std::exception& e) {
+    return logic_failure(std::string("root report: ") + e.what());
+  }
 }
 
 outcome<enforcement_report> spawn_enforcement(const worker_spec& spec, pid_t pid) {

@@ -9,6 +9,7 @@
 
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "ipc/result.hpp"
@@ -46,6 +47,11 @@ struct enforcement_report {
   /// One JSON object; absent layers are null.
   std::string to_json() const;
 };
+
+/// The root part of a report as JSON, and back (a launched worker's PID 1
+/// hands it to its interpreter process, which reports it).
+std::string root_report_json(const root_report& root);
+outcome<root_report> parse_root_report(std::string_view json);
 
 /// The supervisor's side of the report for a spawned worker: namespaces
 /// requested (from `spec`) and in force (read from /proc/<pid>/ns), network.
