@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <climits>
+#include <cstdio>
 #include <string>
 #include <utility>
 
@@ -194,7 +195,7 @@ bool read_all(int fd, std::string& out) {
 /// the root, applies its layers, runs the harness. It allocates: PID 1 of a
 /// launched worker is single-threaded.
 [[noreturn]] void early_child(const harness_command& cmd, const sigset_t& child_mask,
-                              pid_t parent, int release_fd, int report_fd) noexcept {
+                              pid_t parent, int spec_fd, int release_fd, int report_fd) noexcept {
   auto report = [report_fd](int err) {
     [[maybe_unused]] const ssize_t n = ::write(report_fd, &err, sizeof err);
   };
@@ -216,12 +217,20 @@ bool read_all(int fd, std::string& out) {
     ::_exit(127);
   }
   cmd.in_process()->prepare(cmd);
+  sandbox_failure failed;
+  auto sandbox = sandbox_setup::read(spec_fd, failed);
   std::string root_json;
   if (!read_all(release_fd, root_json) || root_json.empty())
     ::_exit(127); // PID 1 gave up: nothing runs
-  auto root = platform::parse_root_report(root_json);
-  const int code = root ? cmd.sandbox()->apply_in_early_child(cmd.control_fd(), std::move(*root))
-                        : exit_sandbox_root;
+  int code = failed.exit_code;
+  if (sandbox) {
+    auto root = platform::parse_root_report(root_json);
+    code = root ? sandbox->apply_in_early_child(cmd.control_fd(), std::move(*root))
+                : exit_sandbox_root;
+  } else {
+    std::fprintf(stderr, "castellan-worker: sandbox spec: %s\n",
+                 failed.why.describe().c_str());
+  }
   if (code != 0) {
     report(-code);
     ::_exit(code);
@@ -235,9 +244,9 @@ bool read_all(int fd, std::string& out) {
 } // namespace
 
 outcome<early_harness> early_harness::fork(const harness_command& cmd,
-                                           const sigset_t& child_mask) {
-  if (cmd.sandbox() == nullptr || cmd.in_process() == nullptr)
-    return logic_failure("early harness: needs a sandbox and an in-process harness");
+                                           const sigset_t& child_mask, int spec_fd) {
+  if (cmd.in_process() == nullptr)
+    return logic_failure("early harness: needs an in-process harness");
   int release[2], report[2];
   if (::pipe2(release, O_CLOEXEC) != 0)
     return errno_failure("pipe2");
@@ -251,7 +260,7 @@ outcome<early_harness> early_harness::fork(const harness_command& cmd,
     return errno_failure("fork");
   if (pid == 0) {
     release_write.reset();
-    early_child(cmd, child_mask, parent, release_read.get(), report_write.get());
+    early_child(cmd, child_mask, parent, spec_fd, release_read.get(), report_write.get());
   }
   return early_harness(cmd, pid, std::move(release_write), std::move(report_read));
 }

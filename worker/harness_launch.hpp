@@ -88,15 +88,18 @@ outcome<pid_t> spawn_harness(const harness_command& cmd, const sigset_t& child_m
                              int* sandbox_exit = nullptr);
 
 /// A launched worker's order (worker_main.cpp): its interpreter process is
-/// forked as soon as the sandbox spec is read, so that its interpreter's
-/// after-fork work runs while PID 1 builds the root; it then waits for
-/// release() before it applies its own sandbox layers and runs the harness.
-/// Destroyed unreleased (PID 1 failed), the child ends without running
-/// anything and is reaped.
+/// forked first, so that its interpreter's after-fork work and its reading
+/// of the sandbox spec run while PID 1 reads the spec and builds the root;
+/// it then waits for release() before it applies its own sandbox layers and
+/// runs the harness. Destroyed unreleased (PID 1 failed), the child ends
+/// without running anything and is reaped.
 class early_harness {
 public:
-  /// Forks the child of `cmd` (which has a sandbox and an in_process harness).
-  static outcome<early_harness> fork(const harness_command& cmd, const sigset_t& child_mask);
+  /// Forks the child of `cmd` (which has an in_process harness); the child
+  /// reads its own copy of the sandbox spec from `spec_fd` (pread: the
+  /// offset shared with PID 1 does not matter).
+  static outcome<early_harness> fork(const harness_command& cmd, const sigset_t& child_mask,
+                                     int spec_fd);
 
   early_harness(early_harness&& other) noexcept;
   early_harness& operator=(early_harness&&) = delete;

@@ -49,14 +49,10 @@ int harness_failed(const failure& f, int sandbox_exit) {
   return fail(f.code != 0 ? exit_exec_failed : 1, f);
 }
 
-/// A launched worker (warm start): the interpreter process is forked once
-/// the spec is read and prepares its inherited interpreter while this
-/// process builds the root; then it applies its own layers (early_harness).
+/// A launched worker (warm start): the interpreter process is forked first
+/// and prepares its inherited interpreter while this process reads the spec
+/// and builds the root; then it applies its own layers (early_harness).
 int run_launched(const options& opts, const in_process_harness* in_process) {
-  sandbox_failure failed;
-  auto sandbox = sandbox_setup::read(opts.sandbox_spec_fd, failed);
-  if (!sandbox)
-    return sandbox_failed(failed);
   if (auto r = become_subreaper(); !r)
     return fail(1, r.error());
   auto previous_mask = block_worker_signals();
@@ -64,10 +60,13 @@ int run_launched(const options& opts, const in_process_harness* in_process) {
     return fail(1, previous_mask.error());
   harness_command cmd{opts};
   cmd.set_in_process(in_process);
-  cmd.set_sandbox(&*sandbox);
-  auto early = early_harness::fork(cmd, *previous_mask);
+  auto early = early_harness::fork(cmd, *previous_mask, opts.sandbox_spec_fd);
   if (!early)
     return fail(exit_exec_failed, early.error());
+  sandbox_failure failed;
+  auto sandbox = sandbox_setup::read(opts.sandbox_spec_fd, failed);
+  if (!sandbox)
+    return sandbox_failed(failed); // `early` ends its child unreleased
   if (!sandbox->build(failed))
     return sandbox_failed(failed); // `early` ends its child unreleased
   if (auto r = check_paths(opts); !r)

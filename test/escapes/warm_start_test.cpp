@@ -16,6 +16,7 @@
 #include <sstream>
 
 #include "actors/pool/worker_channel.hpp"
+#include "platform/linux/landlock.hpp"
 #include "support/actor_system_fixture.hpp"
 
 using namespace castellan;
@@ -183,6 +184,26 @@ BOOST_AUTO_TEST_CASE(a_launcher_for_another_interpreter_is_refused) {
   BOOST_TEST_MESSAGE(tpl.error().describe());
   BOOST_TEST(tpl.error().describe().find("is python3.99, but this launcher embeds python3.") !=
              std::string::npos);
+}
+
+BOOST_AUTO_TEST_CASE(a_layer_that_cannot_be_applied_ends_a_launched_worker_before_it_is_ready) {
+  // A bind whose source is missing: PID 1 cannot build the root, so its
+  // interpreter process is never released, and the request is refused with
+  // the layer named, as for an exec'd worker.
+  auto pc = test_pool(1);
+  pc.warm_start = true;
+  pc.sandbox.extra_paths.push_back(
+    {"/var/tmp/castellan-missing-" + std::to_string(::getpid()), false,
+     platform::landlock_fs::read_file});
+  auto pool = make(pc);
+  exec_request req;
+  req.code = "print('must not run')";
+  auto r = exec(pool, req);
+  BOOST_TEST_MESSAGE(r.detail);
+  BOOST_TEST((r.error == error_class::worker_lost));
+  BOOST_TEST(r.stdout_data.empty());
+  BOOST_TEST(r.detail.find("exited with 4 (sandbox: the root file system could not be built) "
+                           "before it was ready") != std::string::npos);
 }
 
 BOOST_AUTO_TEST_CASE(warm_start_is_for_sandboxed_pools_only) {
