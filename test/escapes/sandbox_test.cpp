@@ -10,25 +10,13 @@
 #include <nlohmann/json.hpp>
 
 #include "platform/linux/landlock.hpp"
-#include "support/actor_system_fixture.hpp"
+#include "support/pool_fixture.hpp"
 
 using namespace castellan;
 
 namespace {
 
-struct sandbox_fixture : test::actor_system_fixture {
-  ~sandbox_fixture() {
-    for (auto& p : pools)
-      caf::anon_send(p, shutdown_atom::value);
-  }
-  pool_actor make(pool_config pc) {
-    auto pool = spawn_pool(sys, std::move(pc));
-    BOOST_REQUIRE_MESSAGE(pool, (pool ? "" : pool.error().describe()));
-    pools.push_back(*pool);
-    return *pool;
-  }
-  std::vector<pool_actor> pools;
-};
+using sandbox_fixture = test::pool_fixture;
 
 std::map<std::string, std::string> key_values(const std::string& text) {
   std::map<std::string, std::string> out;

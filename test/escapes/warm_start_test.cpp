@@ -17,25 +17,13 @@
 
 #include "actors/pool/worker_channel.hpp"
 #include "platform/linux/landlock.hpp"
-#include "support/actor_system_fixture.hpp"
+#include "support/pool_fixture.hpp"
 
 using namespace castellan;
 
 namespace {
 
-struct warm_fixture : test::actor_system_fixture {
-  ~warm_fixture() {
-    for (auto& p : pools)
-      caf::anon_send(p, shutdown_atom::value);
-  }
-  pool_actor make(pool_config pc) {
-    auto pool = spawn_pool(sys, std::move(pc));
-    BOOST_REQUIRE_MESSAGE(pool, (pool ? "" : pool.error().describe()));
-    pools.push_back(*pool);
-    return *pool;
-  }
-  std::vector<pool_actor> pools;
-};
+using warm_fixture = test::pool_fixture;
 
 /// Everything an exec'd worker and a launched one must agree on, one line
 /// each (nothing that differs per worker, like pids on the host).

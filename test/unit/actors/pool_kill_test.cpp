@@ -7,7 +7,7 @@
 #include <chrono>
 #include <thread>
 
-#include "support/actor_system_fixture.hpp"
+#include "support/pool_fixture.hpp"
 #include "support/process_scan.hpp"
 
 using namespace castellan;
@@ -15,17 +15,7 @@ using namespace std::chrono_literals;
 
 namespace {
 
-struct kill_fixture : test::actor_system_fixture {
-  ~kill_fixture() {
-    for (auto& p : pools)
-      caf::anon_send(p, shutdown_atom::value);
-  }
-  pool_actor make(pool_config pc) {
-    auto pool = spawn_pool(sys, std::move(pc));
-    BOOST_REQUIRE_MESSAGE(pool, (pool ? "" : pool.error().describe()));
-    pools.push_back(*pool);
-    return *pool;
-  }
+struct kill_fixture : test::pool_fixture {
   pool_actor make_mode(exec_mode mode, uint32_t size = 1) {
     auto pc = test_pool(size);
     pc.mode = mode;
@@ -59,7 +49,6 @@ struct kill_fixture : test::actor_system_fixture {
                   caf::after(30s) >> [] { BOOST_FAIL("no result"); });
     return out;
   }
-  std::vector<pool_actor> pools;
 };
 
 exec_request request(std::string code, uint64_t id, uint64_t timeout_ms = 0) {
