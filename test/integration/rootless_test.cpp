@@ -28,7 +28,7 @@ namespace {
 
 constexpr const char* unprivileged_uid = "65534";
 
-/// A copy of the CLI, the worker, the harness and the policies in a
+/// A copy of the CLI, the worker, the launcher, the harness and the policies in a
 /// world-readable directory: the build tree may sit below a directory the
 /// unprivileged user cannot enter.
 class staged_install {
@@ -42,6 +42,7 @@ public:
     fs::create_directories(root_ / "bin");
     fs::copy(build / "bin/castellan", root_ / "bin/castellan");
     fs::copy(build / "bin/castellan-worker", root_ / "bin/castellan-worker");
+    fs::copy(build / "bin/castellan-launcher", root_ / "bin/castellan-launcher");
     fs::create_directories(root_ / "share/castellan");
     fs::copy(build / "share/castellan/python", root_ / "share/castellan/python",
              fs::copy_options::recursive);
@@ -129,7 +130,9 @@ BOOST_AUTO_TEST_CASE(the_default_policy_refuses_to_run_without_its_cgroup) {
   BOOST_TEST(j["stdout"] == "");
 }
 
-BOOST_AUTO_TEST_CASE(best_effort_cgroups_run_every_other_layer_and_say_so) {
+/// Runs the best-effort policy's probe as nobody, with `extra` flags, and
+/// checks every layer but the cgroup in force.
+void check_rootless_layers(const std::vector<std::string>& extra) {
   require_unprivileged_user_namespaces();
   staged_install inst;
   const std::string policy = inst.write_best_effort_policy();
@@ -149,8 +152,11 @@ print(json.dumps({"pid": os.getpid(), "ppid": os.getppid(), "uid": os.getuid(),
                   "capeff": status["CapEff"].strip(), "wrote_usr": wrote_usr,
                   "hostname": os.uname().nodename}))
 )PY";
-  auto r = as_nobody({inst.path("bin/castellan").string(), "exec", "--json", "--policy", policy,
-                      code});
+  std::vector<std::string> argv{inst.path("bin/castellan").string(), "exec", "--json",
+                                "--policy", policy};
+  argv.insert(argv.end(), extra.begin(), extra.end());
+  argv.push_back(code);
+  auto r = as_nobody(argv);
   BOOST_REQUIRE_MESSAGE(r.exit_code == 0, r.out + r.err);
   auto j = nlohmann::json::parse(r.out);
   BOOST_TEST(j["error_class"] == "ok");
@@ -176,6 +182,17 @@ print(json.dumps({"pid": os.getpid(), "ppid": os.getppid(), "uid": os.getuid(),
   BOOST_TEST(report["landlock"]["enforced"] == true);
   BOOST_TEST(report["seccomp"]["enforced"] == true);
   BOOST_TEST(report["seccomp"]["no_new_privs"] == true);
+}
+
+BOOST_AUTO_TEST_CASE(best_effort_cgroups_run_every_other_layer_and_say_so) {
+  check_rootless_layers({});
+}
+
+BOOST_AUTO_TEST_CASE(a_warm_start_without_root_builds_the_same_sandbox) {
+  // The launcher clones as the unprivileged user: it owns the new user
+  // namespace, writes its one-line id maps and makes the worker its
+  // parent's child, all without privilege.
+  check_rootless_layers({"--warm-start"});
 }
 
 BOOST_AUTO_TEST_CASE(decided_calls_are_served_without_root) {
