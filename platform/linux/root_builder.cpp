@@ -206,7 +206,32 @@ outcome<root_report> build_root(const root_spec& spec) {
     return at("root tmpfs", r.error());
   report.mounted.push_back("/ (tmpfs " + mib(spec.root_size_bytes) + ")");
 
-  // 4. The binds, in order.
+  // 4. tmpfs mounts (/tmp, /dev/shm) and binds. A tmpfs goes before the
+  //    binds unless it lies inside one of them: otherwise it would cover a
+  //    bind below it (a policy's path under /tmp would vanish under the
+  //    sandbox's own /tmp).
+  std::vector<tmpfs_mount> tmpfs = spec.tmpfs;
+  if (spec.minimal_dev && spec.dev_shm_size_bytes != 0)
+    tmpfs.push_back(tmpfs_mount{"/dev/shm", spec.dev_shm_size_bytes, 01777, false});
+  auto inside_a_bind = [&spec](const std::string& path) {
+    return std::any_of(spec.binds.begin(), spec.binds.end(), [&path](const bind_mount& b) {
+      return path == b.target || path.rfind(b.target + "/", 0) == 0;
+    });
+  };
+  auto mount_tmpfs_entries = [&](bool after_binds) -> outcome<void> {
+    for (const auto& t : tmpfs) {
+      if (inside_a_bind(t.target) != after_binds)
+        continue;
+      if (auto r = make_directories(root, t.target.substr(1)); !r)
+        return at("tmpfs mount point", r.error());
+      if (auto r = mount_tmpfs(root + t.target, t.size_bytes, t.mode, t.exec); !r)
+        return at("tmpfs", r.error());
+      report.mounted.push_back(t.target + " (tmpfs " + mib(t.size_bytes) + ")");
+    }
+    return {};
+  };
+  if (auto r = mount_tmpfs_entries(false); !r)
+    return r.error();
   for (auto& c : trees) {
     const bind_mount& m = c.spec ? *c.spec : c.own;
     if (auto r = make_mount_point(root, m.target, c.tree.is_dir); !r)
@@ -218,19 +243,10 @@ outcome<root_report> build_root(const root_spec& spec) {
   }
   trees.clear();
 
-  // 5. tmpfs mounts (/tmp, /dev/shm).
-  std::vector<tmpfs_mount> tmpfs = spec.tmpfs;
-  if (spec.minimal_dev && spec.dev_shm_size_bytes != 0)
-    tmpfs.push_back(tmpfs_mount{"/dev/shm", spec.dev_shm_size_bytes, 01777, false});
-  for (const auto& t : tmpfs) {
-    if (auto r = make_directories(root, t.target.substr(1)); !r)
-      return at("tmpfs mount point", r.error());
-    if (auto r = mount_tmpfs(root + t.target, t.size_bytes, t.mode, t.exec); !r)
-      return at("tmpfs", r.error());
-    report.mounted.push_back(t.target + " (tmpfs " + mib(t.size_bytes) + ")");
-  }
+  if (auto r = mount_tmpfs_entries(true); !r)
+    return r.error();
 
-  // 5b. Masks, over what the binds and tmpfs mounts brought in.
+  // 5. Masks, over what the binds and tmpfs mounts brought in.
   if (!spec.masked.empty()) {
     const std::string empty_file = root + "/.castellan-masked";
     unique_fd f(::open(empty_file.c_str(), O_CREAT | O_EXCL | O_WRONLY | O_NOFOLLOW | O_CLOEXEC,

@@ -178,6 +178,43 @@ BOOST_AUTO_TEST_CASE(workspace_is_writable_and_shared_with_the_host) {
   ::rmdir(dir.c_str());
 }
 
+BOOST_AUTO_TEST_CASE(a_bind_below_tmp_shows_over_the_sandboxs_own_tmp) {
+  // The sandbox's /tmp is a tmpfs of its own; a path a policy binds below
+  // it must not vanish under that tmpfs.
+  const std::string dir = temp_dir();
+  BOOST_REQUIRE(!dir.empty());
+  BOOST_REQUIRE(::chmod(dir.c_str(), 0755) == 0);
+  { std::ofstream(dir + "/data.txt") << "from the host"; }
+  default_root_options options;
+  root_spec spec = default_root_spec(options);
+  bind_mount b;
+  b.source = dir;
+  b.target = "/tmp/shared";
+  spec.binds.push_back(b);
+  auto body = [&]() -> std::string {
+    auto report = build_root(spec);
+    if (!report)
+      return "build_root: " + report.error().describe();
+    std::string err;
+    auto data = read_text_file("/tmp/shared/data.txt");
+    if (!data || *data != "from the host")
+      err += "the bind below /tmp is hidden\n";
+    // /tmp itself is still the sandbox's writable tmpfs.
+    const int fd = ::open("/tmp/own.txt", O_CREAT | O_WRONLY | O_CLOEXEC, 0644);
+    err += expect_ok("create /tmp/own.txt", fd);
+    if (fd >= 0)
+      ::close(fd);
+    // The bind is read-only.
+    err += expect_errno("write below the bind", ::open("/tmp/shared/new.txt",
+                                                       O_CREAT | O_WRONLY | O_CLOEXEC, 0644),
+                        EROFS);
+    return err;
+  };
+  castellan::test::check(castellan::test::run_sandboxed(castellan::test::all_namespaces(), body));
+  ::unlink((dir + "/data.txt").c_str());
+  ::rmdir(dir.c_str());
+}
+
 BOOST_AUTO_TEST_CASE(masked_paths_cannot_be_read_below_a_read_only_bind) {
   // A host tree bound at /data: a secret directory, a secret file, a public
   // file, and a symlink that points at the secret file through the root.
