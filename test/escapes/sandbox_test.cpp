@@ -4,6 +4,7 @@
 
 #include <boost/test/unit_test.hpp>
 
+#include <iostream>
 #include <map>
 #include <sstream>
 
@@ -11,6 +12,7 @@
 
 #include "platform/linux/landlock.hpp"
 #include "support/pool_fixture.hpp"
+#include "support/sanitizers.hpp"
 
 using namespace castellan;
 
@@ -95,6 +97,14 @@ BOOST_AUTO_TEST_CASE(usage_is_measured_per_exec) {
   // The next exec has its own window: the peak was reset.
   auto idle = exec_code(pool, "pass");
   BOOST_TEST(idle.usage.cpu_us < busy.usage.cpu_us);
+  if (test::address_sanitizer && warm_start_requested()) {
+    // A launched worker's interpreter allocates through the launcher's
+    // allocator, which is ASan's here: the freed 48 MiB sit in its
+    // quarantine and still count.
+    std::cout << "sanitizer build: the peak after a freed allocation is not checked in a "
+                 "launched worker\n";
+    return;
+  }
   BOOST_TEST(idle.usage.peak_memory_bytes < (48ull << 20));
 }
 
