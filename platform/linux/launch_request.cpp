@@ -5,42 +5,19 @@
 
 #include <nlohmann/json.hpp>
 
+#include "platform/linux/json_reader.hpp"
+
 namespace castellan::platform {
 
 namespace {
 
 using json = nlohmann::json;
 
-/// Reads `key` of `obj` as T, or says which field is missing or mistyped.
-template <class T>
-T field(const json& obj, const char* key, const char* where) {
-  auto it = obj.find(key);
-  if (it == obj.end())
-    throw std::invalid_argument(std::string(where) + ": missing \"" + key + "\"");
-  try {
-    return it->get<T>();
-  } catch (const json::exception&) {
-    throw std::invalid_argument(std::string(where) + ": \"" + key + "\" has the wrong type (" +
-                                it->type_name() + ")");
-  }
-}
-
-json to_json(const namespace_set& ns) {
-  return {ns.user, ns.pid, ns.mount, ns.net, ns.ipc, ns.uts, ns.cgroup};
-}
-
-namespace_set namespaces_from(const json& j) {
-  if (!j.is_array() || j.size() != 7)
-    throw std::invalid_argument("request: \"namespaces\" must be an array of 7 booleans");
-  bool v[7];
-  for (std::size_t i = 0; i < 7; ++i) {
-    if (!j[i].is_boolean())
-      throw std::invalid_argument("request: \"namespaces\"[" + std::to_string(i) +
-                                  "] is not a boolean");
-    v[i] = j[i].get<bool>();
-  }
-  return {v[0], v[1], v[2], v[3], v[4], v[5], v[6]};
-}
+/// The namespaces by name, in the order of both tables.
+constexpr const char* namespace_keys[] = {"user", "pid", "mount", "net", "ipc", "uts", "cgroup"};
+constexpr bool namespace_set::*namespace_members[] = {
+  &namespace_set::user, &namespace_set::pid, &namespace_set::mount, &namespace_set::net,
+  &namespace_set::ipc,  &namespace_set::uts, &namespace_set::cgroup};
 
 } // namespace
 
@@ -51,19 +28,28 @@ outcome<std::string> encode_launch_request(const worker_spec& spec) {
   json fds = json::array();
   for (const auto& m : spec.fds)
     fds.push_back(m.child_fd);
+  json ns = json::object();
+  for (std::size_t i = 0; i < 7; ++i)
+    ns[namespace_keys[i]] = spec.namespaces.*namespace_members[i];
   json j{{"executable", spec.executable},
          {"argv", spec.argv},
          {"env", spec.env},
          {"fds", fds},
          {"isolation", spec.isolation == isolation_mode::namespaces ? "namespaces" : "none"},
-         {"namespaces", to_json(spec.namespaces)},
+         {"namespaces", ns},
          {"hostname", spec.hostname},
-         {"limits", {spec.limits.memory_bytes, spec.limits.pids, spec.limits.cpu_percent}},
+         {"limits",
+          {{"memory_bytes", spec.limits.memory_bytes},
+           {"pids", spec.limits.pids},
+           {"cpu_percent", spec.limits.cpu_percent}}},
          {"die_with_parent", spec.die_with_parent},
          {"ids",
-          {spec.ids.inside_uid, spec.ids.inside_gid, spec.ids.outside_uid, spec.ids.outside_gid}},
-         {"cgroup_directories", spec.cgroup.directories},
-         {"cgroup_clone_into", spec.cgroup.clone_into},
+          {{"inside_uid", spec.ids.inside_uid},
+           {"inside_gid", spec.ids.inside_gid},
+           {"outside_uid", spec.ids.outside_uid},
+           {"outside_gid", spec.ids.outside_gid}}},
+         {"cgroup",
+          {{"directories", spec.cgroup.directories}, {"clone_into", spec.cgroup.clone_into}}},
          {"setup_capabilities", spec.setup_capabilities}};
   std::string text = j.dump();
   if (text.size() > max_launch_message)
@@ -74,47 +60,73 @@ outcome<std::string> encode_launch_request(const worker_spec& spec) {
 
 outcome<worker_spec> decode_launch_request(std::string_view text,
                                            const std::vector<unique_fd>& received) {
-  try {
-    const json j = json::parse(text);
-    if (!j.is_object())
-      return logic_failure("launch request: not a JSON object");
-    worker_spec spec;
-    spec.executable = field<std::string>(j, "executable", "launch request");
-    spec.argv = field<std::vector<std::string>>(j, "argv", "launch request");
-    spec.env = field<std::vector<std::string>>(j, "env", "launch request");
-    const auto targets = field<std::vector<int>>(j, "fds", "launch request");
-    if (targets.size() != received.size())
-      return logic_failure("launch request: it maps " + std::to_string(targets.size()) +
-                           " fds but " + std::to_string(received.size()) + " arrived");
-    for (std::size_t i = 0; i < targets.size(); ++i)
-      spec.fds.push_back({received[i].get(), targets[i]});
-    const auto isolation = field<std::string>(j, "isolation", "launch request");
-    if (isolation != "namespaces" && isolation != "none")
-      return logic_failure("launch request: \"isolation\" is '" + isolation +
-                           "', not namespaces or none");
-    spec.isolation =
-      isolation == "namespaces" ? isolation_mode::namespaces : isolation_mode::none;
-    spec.namespaces = namespaces_from(j.at("namespaces"));
-    spec.hostname = field<std::string>(j, "hostname", "launch request");
-    const auto limits = field<std::vector<uint64_t>>(j, "limits", "launch request");
-    if (limits.size() != 3 || limits[1] > UINT32_MAX || limits[2] > UINT32_MAX)
-      return logic_failure("launch request: \"limits\" must be [memory bytes, pids, cpu %]");
-    spec.limits = {limits[0], static_cast<uint32_t>(limits[1]), static_cast<uint32_t>(limits[2])};
-    spec.die_with_parent = field<bool>(j, "die_with_parent", "launch request");
-    const auto ids = field<std::vector<int64_t>>(j, "ids", "launch request");
-    if (ids.size() != 4 || ids[0] < 0 || ids[0] > UINT32_MAX || ids[1] < 0 ||
-        ids[1] > UINT32_MAX)
-      return logic_failure("launch request: \"ids\" must be [inside uid, inside gid, outside "
-                           "uid, outside gid]");
-    spec.ids = {static_cast<uint32_t>(ids[0]), static_cast<uint32_t>(ids[1]), ids[2], ids[3]};
-    spec.cgroup.directories =
-      field<std::vector<std::string>>(j, "cgroup_directories", "launch request");
-    spec.cgroup.clone_into = field<std::string>(j, "cgroup_clone_into", "launch request");
-    spec.setup_capabilities = field<bool>(j, "setup_capabilities", "launch request");
-    return spec;
-  } catch (const std::exception& e) {
-    return logic_failure(std::string("launch request: ") + e.what());
+  const json j = json::parse(text.begin(), text.end(), nullptr, false);
+  if (j.is_discarded())
+    return logic_failure("launch request: not valid JSON");
+  std::string err;
+  worker_spec spec;
+  object_reader o(j, "", err);
+  o.require({"executable", "argv", "env", "fds", "isolation", "namespaces", "hostname", "limits",
+             "die_with_parent", "ids", "cgroup", "setup_capabilities"});
+  o.string("executable", spec.executable);
+  o.strings("argv", spec.argv);
+  o.strings("env", spec.env);
+  std::vector<int> targets;
+  o.array("fds", [&](const json& e, const std::string& path) {
+    if (!e.is_number_integer() || e.get<int64_t>() < 0 || e.get<int64_t>() > 1 << 20)
+      o.fail(path, "expected an fd number");
+    else
+      targets.push_back(e.get<int>());
+  });
+  std::string isolation;
+  o.string("isolation", isolation);
+  if (err.empty() && isolation != "namespaces" && isolation != "none")
+    o.fail("/isolation", "'" + isolation + "' is not namespaces or none");
+  spec.isolation = isolation == "namespaces" ? isolation_mode::namespaces : isolation_mode::none;
+  if (const json* n = o.object("namespaces")) {
+    object_reader x(*n, "/namespaces", err);
+    x.require({namespace_keys[0], namespace_keys[1], namespace_keys[2], namespace_keys[3],
+               namespace_keys[4], namespace_keys[5], namespace_keys[6]});
+    for (std::size_t i = 0; i < 7; ++i)
+      x.boolean(namespace_keys[i], spec.namespaces.*namespace_members[i]);
+    x.finish();
   }
+  o.string("hostname", spec.hostname);
+  if (const json* l = o.object("limits")) {
+    object_reader x(*l, "/limits", err);
+    x.require({"memory_bytes", "pids", "cpu_percent"});
+    x.unsigned_number("memory_bytes", spec.limits.memory_bytes);
+    x.unsigned_number("pids", spec.limits.pids);
+    x.unsigned_number("cpu_percent", spec.limits.cpu_percent);
+    x.finish();
+  }
+  o.boolean("die_with_parent", spec.die_with_parent);
+  if (const json* i = o.object("ids")) {
+    object_reader x(*i, "/ids", err);
+    x.require({"inside_uid", "inside_gid", "outside_uid", "outside_gid"});
+    x.unsigned_number("inside_uid", spec.ids.inside_uid);
+    x.unsigned_number("inside_gid", spec.ids.inside_gid);
+    x.signed_number("outside_uid", spec.ids.outside_uid);
+    x.signed_number("outside_gid", spec.ids.outside_gid);
+    x.finish();
+  }
+  if (const json* c = o.object("cgroup")) {
+    object_reader x(*c, "/cgroup", err);
+    x.require({"directories", "clone_into"});
+    x.strings("directories", spec.cgroup.directories);
+    x.string("clone_into", spec.cgroup.clone_into);
+    x.finish();
+  }
+  o.boolean("setup_capabilities", spec.setup_capabilities);
+  o.finish();
+  if (!err.empty())
+    return logic_failure("launch request: " + err);
+  if (targets.size() != received.size())
+    return logic_failure("launch request: it maps " + std::to_string(targets.size()) +
+                         " fds but " + std::to_string(received.size()) + " arrived");
+  for (std::size_t k = 0; k < targets.size(); ++k)
+    spec.fds.push_back({received[k].get(), targets[k]});
+  return spec;
 }
 
 std::string encode_launch_reply(const launch_reply& reply) {
@@ -132,32 +144,35 @@ std::string encode_launch_reply(const launch_reply& reply) {
 }
 
 outcome<launch_reply> decode_launch_reply(std::string_view text) {
-  try {
-    const json j = json::parse(text);
-    if (!j.is_object() || j.size() == 0)
-      return logic_failure("launcher reply: not a non-empty JSON object");
-    launch_reply r;
-    if (j.contains("error")) {
-      r.what = launch_reply::kind::failed;
-      r.error = field<std::string>(j, "error", "launcher reply");
-      if (r.error.empty())
-        return logic_failure("launcher reply: an empty \"error\"");
-      r.error_code = field<int>(j, "errno", "launcher reply");
-      return r;
-    }
-    const char* key = j.contains("ready")    ? "ready"
-                      : j.contains("cloned") ? "cloned"
-                                             : "pid";
-    r.what = j.contains("ready")    ? launch_reply::kind::ready
-             : j.contains("cloned") ? launch_reply::kind::cloned
-                                    : launch_reply::kind::started;
-    r.pid = field<pid_t>(j, key, "launcher reply");
-    if (r.pid <= 0)
-      return logic_failure("launcher reply: pid " + std::to_string(r.pid) + " is not a process");
-    return r;
-  } catch (const std::exception& e) {
-    return logic_failure(std::string("launcher reply: ") + e.what());
+  const json j = json::parse(text.begin(), text.end(), nullptr, false);
+  if (j.is_discarded())
+    return logic_failure("launcher reply: not valid JSON");
+  std::string err;
+  object_reader o(j, "", err);
+  launch_reply r;
+  if (j.is_object() && j.contains("error")) {
+    r.what = launch_reply::kind::failed;
+    o.require({"error", "errno"});
+    o.string("error", r.error);
+    o.signed_number("errno", r.error_code);
+    if (err.empty() && r.error.empty())
+      o.fail("/error", "empty");
+  } else {
+    const bool ready = j.is_object() && j.contains("ready");
+    const bool cloned = j.is_object() && j.contains("cloned");
+    const char* key = ready ? "ready" : cloned ? "cloned" : "pid";
+    r.what = ready    ? launch_reply::kind::ready
+             : cloned ? launch_reply::kind::cloned
+                      : launch_reply::kind::started;
+    o.require({key});
+    o.signed_number(key, r.pid);
+    if (err.empty() && r.pid <= 0)
+      o.fail(std::string("/") + key, std::to_string(r.pid) + " is not a process");
   }
+  o.finish();
+  if (!err.empty())
+    return logic_failure("launcher reply: " + err);
+  return r;
 }
 
 } // namespace castellan::platform

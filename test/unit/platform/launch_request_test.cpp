@@ -94,12 +94,24 @@ BOOST_AUTO_TEST_CASE(a_malformed_request_names_the_field) {
   auto fds = open_fds(4);
   auto typed = decode_launch_request(wrong, fds);
   BOOST_REQUIRE(!typed);
-  BOOST_TEST(typed.error().message.find("\"hostname\" has the wrong type (number)") !=
-             std::string::npos);
+  BOOST_TEST(typed.error().message == "launch request: /hostname: expected a string");
 
   auto missing = decode_launch_request("{\"executable\":\"/x\"}", none);
   BOOST_REQUIRE(!missing);
-  BOOST_TEST(missing.error().message.find("missing \"argv\"") != std::string::npos);
+  BOOST_TEST(missing.error().message == "launch request: /argv: missing");
+
+  std::string nested = *text;
+  nested.replace(nested.find("\"pids\":32"), 9, "\"pids\":-1");
+  auto negative = decode_launch_request(nested, fds);
+  BOOST_REQUIRE(!negative);
+  BOOST_TEST(negative.error().message.find("/limits/pids: expected an unsigned integer") !=
+             std::string::npos);
+
+  std::string extra = *text;
+  extra.insert(1, "\"surprise\":1,");
+  auto unknown = decode_launch_request(extra, fds);
+  BOOST_REQUIRE(!unknown);
+  BOOST_TEST(unknown.error().message == "launch request: /surprise: unknown key");
 }
 
 BOOST_AUTO_TEST_CASE(mounts_do_not_travel) {
@@ -134,6 +146,7 @@ BOOST_AUTO_TEST_CASE(replies_round_trip_and_a_bad_one_is_refused) {
   BOOST_TEST(!decode_launch_reply("{\"pid\":\"12\"}"));
   BOOST_TEST(!decode_launch_reply("{\"error\":\"\",\"errno\":1}"));
   BOOST_TEST(!decode_launch_reply("{}"));
+  BOOST_TEST(!decode_launch_reply("{\"pid\":5,\"extra\":1}"));
   BOOST_TEST(!decode_launch_reply("[]"));
 }
 
