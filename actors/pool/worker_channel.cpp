@@ -281,6 +281,7 @@ outcome<std::unique_ptr<worker_channel>> worker_channel::start(uint64_t id,
           report->cgroup = std::move(*cge);
       }
       report->cgroup_unavailable = cgroup_unavailable;
+      report->start = tpl.launcher ? "warm" : "exec";
       ch->enforcement_ = report->to_json();
     } else {
       ch->enforcement_ =

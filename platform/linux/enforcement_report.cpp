@@ -45,6 +45,7 @@ std::string enforcement_report::to_json() const {
   json j;
   j["namespaces"] = {{"requested", namespaces_requested}, {"in_force", namespaces_in_force}};
   j["network"] = network;
+  j["start"] = start;
   if (cgroup)
     j["cgroup"] = {{"controllers", cgroup->controllers},
                    {"requested", limits_json(cgroup->requested)},

@@ -31,6 +31,11 @@ struct cgroup_enforcement {
 struct enforcement_report {
   std::vector<std::string> namespaces_requested;
   std::vector<std::string> namespaces_in_force;
+  /// How the worker's processes came to exist: "exec" (castellan-worker
+  /// and Python exec'd in the new namespaces) or "warm" (cloned from the
+  /// pool's launcher: it shares the launcher's address-space layout and
+  /// str hash secret with the pool's other warm workers).
+  std::string start = "exec";
   /// "none (private network namespace, loopback only)" or "host".
   std::string network = "host";
   std::optional<cgroup_enforcement> cgroup;

@@ -75,6 +75,7 @@ BOOST_AUTO_TEST_CASE(every_result_carries_the_enforcement_report) {
   BOOST_TEST_MESSAGE(j.dump(1).substr(0, 1500));
   BOOST_TEST(j["namespaces"]["in_force"].size() == 7u);
   BOOST_TEST(j["network"].get<std::string>().find("loopback") != std::string::npos);
+  BOOST_TEST(j["start"] == (warm_start_requested() ? "warm" : "exec"));
   BOOST_TEST(j["cgroup"]["requested"]["memory_bytes"] == 256ull << 20);
   BOOST_TEST(j["cgroup"]["in_force"]["pids"] == 32);
   BOOST_TEST(j["seccomp"]["enforced"] == true);
