@@ -37,12 +37,16 @@ struct strict_pool : test::actor_system_fixture {
   }
   ~strict_pool() { caf::anon_send(pool, shutdown_atom::value); }
 
-  /// Runs probes/NAME.py; the result, and its verdict in `verdict`.
+  /// Runs probes/NAME.py after probe_prelude.py; the result, and its
+  /// verdict in `verdict`.
   exec_result probe(const std::string& name, std::string& verdict) {
-    std::ifstream in(test::source_dir() + "/test/escapes/probes/" + name + ".py");
+    const std::string dir = test::source_dir() + "/test/escapes/";
+    std::ifstream prelude(dir + "probe_prelude.py");
+    std::ifstream in(dir + "probes/" + name + ".py");
+    BOOST_REQUIRE_MESSAGE(prelude, "probe_prelude.py not found");
     BOOST_REQUIRE_MESSAGE(in, "probe " << name << " not found");
     std::ostringstream code;
-    code << in.rdbuf();
+    code << prelude.rdbuf() << in.rdbuf();
     auto r = exec_code(pool, code.str());
     verdict.clear();
     const auto pos = r.stdout_data.rfind("verdict: ");

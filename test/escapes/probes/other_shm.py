@@ -1,20 +1,4 @@
 # Look for other workers' shared memory in /dev/shm and SysV IPC.
-import ctypes, errno, os, socket
-libc = ctypes.CDLL(None, use_errno=True)
-def verdict(x):
-    print("verdict:", x)
-def errname(e):
-    return errno.errorcode.get(e, str(e))
-def sys_call(nr, *args):
-    r = libc.syscall(ctypes.c_long(nr), *[ctypes.c_long(a) if isinstance(a, int) else a for a in args])
-    return "ok" if r >= 0 else errname(ctypes.get_errno())
-def try_os(fn):
-    try:
-        fn()
-        return "ok"
-    except OSError as e:
-        return errname(e.errno)
-
 names = os.listdir("/dev/shm")
 ipc = open("/proc/sysvipc/shm").read().count("\n") - 1 if os.path.exists("/proc/sysvipc/shm") else 0
 verdict("empty" if not names and ipc <= 0 else "found:" + ",".join(names))
