@@ -16,10 +16,6 @@ using namespace castellan::test;
 
 namespace {
 
-bool contains(const std::string& haystack, const std::string& needle) {
-  return haystack.find(needle) != std::string::npos;
-}
-
 /// A segment and two doorbells for argument tests (all CLOEXEC here; the
 /// spawn clears the flag on the fds it is told to keep).
 struct wire_fds {

@@ -9,18 +9,6 @@ using namespace castellan;
 using namespace castellan::test;
 using nlohmann::json;
 
-namespace {
-
-bool contains(const std::string& haystack, const std::string& needle) {
-  return haystack.find(needle) != std::string::npos;
-}
-
-void require_complete(const exec_output& r) {
-  BOOST_REQUIRE_MESSAGE(r.complete, r.problem);
-}
-
-} // namespace
-
 BOOST_AUTO_TEST_SUITE(worker_code)
 
 BOOST_AUTO_TEST_CASE(print_6_times_7) {

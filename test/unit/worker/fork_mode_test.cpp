@@ -18,14 +18,6 @@ using nlohmann::json;
 
 namespace {
 
-bool contains(const std::string& haystack, const std::string& needle) {
-  return haystack.find(needle) != std::string::npos;
-}
-
-void require_complete(const exec_output& r) {
-  BOOST_REQUIRE_MESSAGE(r.complete, r.problem);
-}
-
 /// A worker whose harness runs each CODE in a child of its zygote.
 struct fork_worker : worker_process {
   fork_worker() : worker_process({"--mode", "fork"}) {}

@@ -16,14 +16,6 @@ using nlohmann::json;
 
 namespace {
 
-bool contains(const std::string& haystack, const std::string& needle) {
-  return haystack.find(needle) != std::string::npos;
-}
-
-void require_complete(const exec_output& r) {
-  BOOST_REQUIRE_MESSAGE(r.complete, r.problem);
-}
-
 /// Waits until /proc/<pid> is gone (reaped), up to `timeout`.
 bool gone_within(pid_t pid, std::chrono::milliseconds timeout) {
   const auto deadline = std::chrono::steady_clock::now() + timeout;

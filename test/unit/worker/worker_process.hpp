@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include <boost/test/unit_test.hpp>
 #include <nlohmann/json.hpp>
 
 #include "ipc/doorbell.hpp"
@@ -36,6 +37,15 @@ struct exec_output {
   bool complete = false; ///< a RESULT arrived before the timeout
   std::string problem;   ///< what went wrong otherwise
 };
+
+/// Fails the test unless a RESULT arrived, saying what went wrong instead.
+inline void require_complete(const exec_output& r) {
+  BOOST_REQUIRE_MESSAGE(r.complete, r.problem);
+}
+
+inline bool contains(const std::string& haystack, const std::string& needle) {
+  return haystack.find(needle) != std::string::npos;
+}
 
 /// The exit of a process, as a shell reports it (128 + signal).
 struct exit_info {
