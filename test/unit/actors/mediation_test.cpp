@@ -96,6 +96,11 @@ struct mediated_pool : test::actor_system_fixture {
     doc->exec_rules.push_back(ex);
     auto ok = apply_policy(*doc, pc);
     BOOST_REQUIRE_MESSAGE(ok, (ok ? "" : ok.error().describe()));
+    // A build below /tmp: rules there speak of the sandbox's own /tmp and
+    // bind nothing, so the probe's directory is bound here as the rule binds
+    // it anywhere else.
+    if (in_default_root(bin))
+      pc.sandbox.extra_paths.push_back({bin, false, fs.perms});
     BOOST_REQUIRE(!pc.sandbox.notify.empty());
     pc.worker_stderr = std::getenv("CASTELLAN_WORKER_STDERR") != nullptr;
     auto p = spawn_pool(sys, pc);
