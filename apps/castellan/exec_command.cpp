@@ -96,6 +96,20 @@ void write_all(int fd, const std::string& data) {
   }
 }
 
+/// `run` of a program the sandbox did not find (127) that this host has:
+/// the sandbox sees only its own root, so say what to change rather than
+/// leave a bare "No such file or directory" that the host contradicts.
+void explain_missing_program(const std::string& prog) {
+  if (prog.empty() || prog.front() != '/' || ::access(prog.c_str(), F_OK) != 0)
+    return;
+  std::cerr << "castellan: " << prog
+            << " is on this host but not inside the sandbox, which sees only its own root; "
+               "an fs allow rule in the policy binds a host directory";
+  if (prog.rfind("/tmp/", 0) == 0)
+    std::cerr << " (not one below /tmp: rules there speak of the sandbox's own /tmp)";
+  std::cerr << "\n";
+}
+
 void print_result(const exec_result& r, bool json) {
   if (json) {
     write_all(STDOUT_FILENO, dump_json(to_json(r), 2) + "\n");
@@ -219,6 +233,7 @@ int run_request(const exec_options& o, exec_request req,
           .count());
       req.timeout_ms = *timeout_ms > spent ? *timeout_ms - spent : 1;
     }
+    const std::string program = req.argv.empty() ? std::string() : req.argv.front();
     auto pending = self->request(*sup, caf::infinite, exec_atom::value, std::move(req));
     {
       // Started after the request is queued: a cancel queues behind it.
@@ -227,6 +242,8 @@ int run_request(const exec_options& o, exec_request req,
         [&](exec_result& r) {
           print_result(r, o.json);
           rc = r.exit_code;
+          if (rc == 127 && !o.json && pc.isolation != platform::isolation_mode::none)
+            explain_missing_program(program);
         },
         [&](caf::error& err) { std::cerr << "castellan: " << describe(err, sys) << "\n"; });
     }

@@ -294,6 +294,35 @@ BOOST_AUTO_TEST_CASE(a_missing_program_is_127) {
   BOOST_TEST(j["exit_code"] == 127);
 }
 
+BOOST_AUTO_TEST_CASE(a_host_program_outside_the_sandbox_is_explained) {
+  // A program this host has in a directory no policy binds: the sandbox's
+  // answer (127, no such file) comes with what to change. Below /tmp, the
+  // explanation says why an fs rule there would not help.
+  for (const char* base : {"/var/tmp", "/tmp"}) {
+    std::string dir = std::string(base) + "/castellan-hostprog-XXXXXX";
+    BOOST_REQUIRE(::mkdtemp(dir.data()) != nullptr);
+    const std::string prog = dir + "/prog";
+    { std::ofstream(prog) << "#!/bin/sh\necho from the host\n"; }
+    BOOST_REQUIRE(::chmod(prog.c_str(), 0755) == 0);
+    auto r = cli({"run", "--", prog});
+    ::unlink(prog.c_str());
+    ::rmdir(dir.c_str());
+    BOOST_TEST(r.exit_code == 127);
+    BOOST_TEST(r.out == "");
+    BOOST_TEST(r.err.find(prog + ": No such file or directory") != std::string::npos, r.err);
+    BOOST_TEST(r.err.find(prog + " is on this host but not inside the sandbox") !=
+                 std::string::npos,
+               r.err);
+    BOOST_TEST((r.err.find("the sandbox's own /tmp") != std::string::npos) ==
+                 (std::string(base) == "/tmp"),
+               r.err);
+  }
+  // A program that exists nowhere gets no such explanation.
+  auto r = cli({"run", "--", "/nonexistent/program"});
+  BOOST_TEST(r.exit_code == 127);
+  BOOST_TEST(r.err.find("is on this host") == std::string::npos, r.err);
+}
+
 BOOST_AUTO_TEST_SUITE_END()
 
 BOOST_AUTO_TEST_SUITE(embed_example)
