@@ -99,8 +99,12 @@ void write_all(int fd, const std::string& data) {
 /// `run` of a program the sandbox did not find (127) that this host has:
 /// the sandbox sees only its own root, so say what to change rather than
 /// leave a bare "No such file or directory" that the host contradicts.
-void explain_missing_program(const std::string& prog) {
-  if (prog.empty() || prog.front() != '/' || ::access(prog.c_str(), F_OK) != 0)
+void explain_missing_program(const std::string& prog, const exec_result& r) {
+  // Only the worker's own answer counts: a program that ran and exited 127
+  // itself (a shell's "command not found") was found.
+  const std::string not_found = "castellan: " + prog + ": No such file or directory\n";
+  if (r.exit_code != 127 || r.stderr_data != not_found || prog.front() != '/' ||
+      ::access(prog.c_str(), F_OK) != 0)
     return;
   std::cerr << "castellan: " << prog
             << " is on this host but not inside the sandbox, which sees only its own root; "
@@ -242,8 +246,8 @@ int run_request(const exec_options& o, exec_request req,
         [&](exec_result& r) {
           print_result(r, o.json);
           rc = r.exit_code;
-          if (rc == 127 && !o.json && pc.isolation != platform::isolation_mode::none)
-            explain_missing_program(program);
+          if (!program.empty() && !o.json && pc.isolation != platform::isolation_mode::none)
+            explain_missing_program(program, r);
         },
         [&](caf::error& err) { std::cerr << "castellan: " << describe(err, sys) << "\n"; });
     }

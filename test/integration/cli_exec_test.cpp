@@ -317,10 +317,14 @@ BOOST_AUTO_TEST_CASE(a_host_program_outside_the_sandbox_is_explained) {
                  (std::string(base) == "/tmp"),
                r.err);
   }
-  // A program that exists nowhere gets no such explanation.
+  // A program that exists nowhere, or that ran and exited 127 itself, gets
+  // no such explanation.
   auto r = cli({"run", "--", "/nonexistent/program"});
   BOOST_TEST(r.exit_code == 127);
   BOOST_TEST(r.err.find("is on this host") == std::string::npos, r.err);
+  r = cli({"run", "--", "/bin/sh", "-c", "exit 127"});
+  BOOST_TEST(r.exit_code == 127);
+  BOOST_TEST(r.err == "");
 }
 
 BOOST_AUTO_TEST_SUITE_END()
