@@ -22,6 +22,7 @@
 #include <spdlog/spdlog.h>
 
 #include "actors/pool/exec_assembly.hpp"
+#include "actors/pool/sandbox_profile.hpp"
 #include "actors/sha256.hpp"
 #include "actors/telemetry/metric_names.hpp"
 #include "actors/pool/worker_channel.hpp"
@@ -407,6 +408,8 @@ void complete(pool_ptr self, uint64_t id, worker_slot& slot) {
     r.error = error_class::oom;
     r.detail = "out of memory: the cgroup's memory limit (" +
                std::to_string(self->state.cfg.limits.memory_bytes) + " bytes) was hit";
+  } else if (self->state.cfg.isolation != platform::isolation_mode::none) {
+    r.detail = explain_missing_program(slot.current->req.argv, r.exit_code, r.stderr_data);
   }
   if (const auto& cfg = self->state.cfg; cfg.telemetry) {
     const auto& usage = slot.current->result.usage;

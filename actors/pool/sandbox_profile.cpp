@@ -36,6 +36,28 @@ bool in_default_root(const std::string& path) {
   return false;
 }
 
+std::string explain_missing_program(const std::vector<std::string>& argv, int exit_code,
+                                    const std::string& stderr_data) {
+  if (argv.empty() || exit_code != 127)
+    return {};
+  const std::string& prog = argv.front();
+  // The line run_command in worker/python/castellan_runtime.py writes when
+  // the program is not there; anything else on stderr came from a program
+  // that was found.
+  if (prog.empty() || prog.front() != '/' ||
+      stderr_data != "castellan: " + prog + ": No such file or directory\n")
+    return {};
+  struct stat st;
+  if (::stat(prog.c_str(), &st) != 0)
+    return {};
+  std::string why = prog + " is on this host but not inside the sandbox, which sees only its "
+                           "own root; an fs allow rule in the policy binds a host directory";
+  if (in_default_root(prog))
+    why += ", but not one inside the sandbox's default root (/usr, /etc, /tmp, …): rules "
+           "there speak of the sandbox's own paths and bind nothing";
+  return why;
+}
+
 namespace {
 
 bool has_glob(const std::string& p) {

@@ -83,6 +83,14 @@ bool allows_network(const policy::policy_document& doc);
 /// rule changes Landlock rights, it never binds a host path.
 bool in_default_root(const std::string& path);
 
+/// For a command the sandboxed worker could not find (exit 127 with the
+/// harness's own "No such file or directory" line) whose program this host
+/// has: why the sandbox does not see it and what would change that. Empty
+/// for anything else (a program that ran and exited 127 itself, one that
+/// exists nowhere).
+std::string explain_missing_program(const std::vector<std::string>& argv, int exit_code,
+                                    const std::string& stderr_data);
+
 /// The harness's path inside the sandbox.
 std::string sandboxed_harness_path(const std::string& harness);
 

@@ -96,24 +96,6 @@ void write_all(int fd, const std::string& data) {
   }
 }
 
-/// `run` of a program the sandbox did not find (127) that this host has:
-/// the sandbox sees only its own root, so say what to change rather than
-/// leave a bare "No such file or directory" that the host contradicts.
-void explain_missing_program(const std::string& prog, const exec_result& r) {
-  // Only the worker's own answer counts: a program that ran and exited 127
-  // itself (a shell's "command not found") was found.
-  const std::string not_found = "castellan: " + prog + ": No such file or directory\n";
-  if (r.exit_code != 127 || r.stderr_data != not_found || prog.front() != '/' ||
-      ::access(prog.c_str(), F_OK) != 0)
-    return;
-  std::cerr << "castellan: " << prog
-            << " is on this host but not inside the sandbox, which sees only its own root; "
-               "an fs allow rule in the policy binds a host directory";
-  if (prog.rfind("/tmp/", 0) == 0)
-    std::cerr << " (not one below /tmp: rules there speak of the sandbox's own /tmp)";
-  std::cerr << "\n";
-}
-
 void print_result(const exec_result& r, bool json) {
   if (json) {
     write_all(STDOUT_FILENO, dump_json(to_json(r), 2) + "\n");
@@ -130,6 +112,8 @@ void print_result(const exec_result& r, bool json) {
   if (r.error != error_class::ok && r.error != error_class::exception)
     std::cerr << "castellan: " << to_string(r.error)
               << (r.detail.empty() ? std::string() : ": " + r.detail) << "\n";
+  else if (!r.detail.empty()) // castellan's note on a result that ran
+    std::cerr << "castellan: " << r.detail << "\n";
 }
 
 /// Runs `req` through a freshly started actor tree; the process exit code.
@@ -237,7 +221,6 @@ int run_request(const exec_options& o, exec_request req,
           .count());
       req.timeout_ms = *timeout_ms > spent ? *timeout_ms - spent : 1;
     }
-    const std::string program = req.argv.empty() ? std::string() : req.argv.front();
     auto pending = self->request(*sup, caf::infinite, exec_atom::value, std::move(req));
     {
       // Started after the request is queued: a cancel queues behind it.
@@ -246,8 +229,6 @@ int run_request(const exec_options& o, exec_request req,
         [&](exec_result& r) {
           print_result(r, o.json);
           rc = r.exit_code;
-          if (!program.empty() && !o.json && pc.isolation != platform::isolation_mode::none)
-            explain_missing_program(program, r);
         },
         [&](caf::error& err) { std::cerr << "castellan: " << describe(err, sys) << "\n"; });
     }
