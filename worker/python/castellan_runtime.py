@@ -714,6 +714,8 @@ class Harness:
                                           stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                           close_fds=True, bufsize=0)
         except FileNotFoundError:
+            # The pool recognises this exact line (explain_missing_program in
+            # actors/pool/sandbox_profile.cpp) to say why a host program is missing.
             self._send_stderr(f"castellan: {program}: No such file or directory\n")
             self.send_result(request_id, 127, None)
             return
