@@ -54,8 +54,12 @@ except OSError as e:
 )PY";
 
 /// The launcher: this process's child named castellan-launc(her), in this
-/// pid namespace (a launched worker's PID 1 is named castellan-worker).
+/// pid namespace. A worker it has just cloned (CLONE_PARENT: also our child)
+/// keeps that name until its PID 1 renames itself, but it is in a pid
+/// namespace of its own.
 std::vector<pid_t> launchers() {
+  char own_ns[64] = {};
+  BOOST_REQUIRE(::readlink("/proc/self/ns/pid", own_ns, sizeof(own_ns) - 1) > 0);
   std::vector<pid_t> out;
   DIR* d = ::opendir("/proc");
   BOOST_REQUIRE(d != nullptr);
@@ -72,7 +76,10 @@ std::vector<pid_t> launchers() {
       if (line.rfind("PPid:", 0) == 0)
         ppid = static_cast<pid_t>(std::stoi(line.substr(5)));
     }
-    if (ppid == ::getpid() && name == "castellan-launc")
+    char ns[64] = {};
+    const std::string link = "/proc/" + std::to_string(pid) + "/ns/pid";
+    if (ppid == ::getpid() && name == "castellan-launc" &&
+        ::readlink(link.c_str(), ns, sizeof(ns) - 1) > 0 && std::string(ns) == own_ns)
       out.push_back(pid);
   }
   ::closedir(d);
