@@ -6,9 +6,11 @@
 #include <unistd.h>
 
 #include <nlohmann/json.hpp>
+#include <spdlog/spdlog.h>
 
 #include "actors/pool/pool_actor.hpp"
 #include "actors/pool/sandbox_profile.hpp"
+#include "platform/linux/cgroup_subtree.hpp"
 #include "platform/linux/enforcement_report.hpp"
 #include "platform/linux/file_io.hpp"
 #include "platform/linux/pidfd.hpp"
@@ -53,19 +55,42 @@ const char* sandbox_layer_of_exit(int code) {
   }
 }
 
-/// The cgroup layout of this process, detected once.
-const outcome<platform::cgroup_layout>& cgroup_layout_once() {
-  static const outcome<platform::cgroup_layout> layout = platform::cgroup_layout::detect();
-  return layout;
+/// This supervisor's cgroup subtree (cgroup_subtree.hpp), made once per
+/// process when the first worker needs a cgroup, after reclaiming the
+/// subtrees that supervisors killed before they could remove theirs left
+/// below the same cgroups. Removed at exit by its destructor.
+const outcome<platform::cgroup_subtree>& cgroup_subtree_once() {
+  static const outcome<platform::cgroup_subtree> subtree =
+    []() -> outcome<platform::cgroup_subtree> {
+    auto layout = platform::cgroup_layout::detect();
+    if (!layout)
+      return layout.error();
+    auto self = platform::supervisor_id::self();
+    if (!self)
+      return self.error();
+    if (auto r = platform::reclaim_dead_subtrees(*layout, *self)) {
+      for (const auto& name : r->reclaimed)
+        spdlog::info("cgroups: reclaimed the subtree of gone supervisor {}", name);
+      if (r->tasks_killed != 0)
+        spdlog::info("cgroups: killed {} task(s) left in them", r->tasks_killed);
+      for (const auto& why : r->failed)
+        spdlog::warn("cgroups: could not reclaim {}", why);
+    } else {
+      spdlog::warn("cgroups: no reclaim of gone supervisors' subtrees: {}",
+                   r.error().describe());
+    }
+    return platform::cgroup_subtree::create(*layout, *self);
+  }();
+  return subtree;
 }
 
-/// A fresh cgroup for one worker, below the supervisor's own.
+/// A fresh cgroup for one worker, in this supervisor's subtree.
 outcome<platform::worker_cgroup> create_worker_cgroup(const platform::cgroup_limits& limits) {
-  const auto& layout = cgroup_layout_once();
-  if (!layout)
-    return layout.error().wrap("cgroups");
+  const auto& subtree = cgroup_subtree_once();
+  if (!subtree)
+    return subtree.error().wrap("cgroups");
   return platform::worker_cgroup::create(
-    *layout, platform::worker_cgroup::unique_name("castellan-w"), limits);
+    subtree->layout(), platform::worker_cgroup::unique_name("castellan-w"), limits);
 }
 
 unique_fd open_cgroup_file(const std::string& dir, const char* name, int flags) {

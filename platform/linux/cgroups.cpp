@@ -241,6 +241,15 @@ outcome<cgroup_layout> cgroup_layout::detect() {
   return parse(*mountinfo, *self, *v2);
 }
 
+cgroup_layout cgroup_layout::below(const std::string& relative) const {
+  cgroup_layout out = *this;
+  for (auto& c : out.controllers_)
+    c.own_dir += "/" + relative;
+  if (!out.v2_own_dir_.empty())
+    out.v2_own_dir_ += "/" + relative;
+  return out;
+}
+
 const cgroup_controller* cgroup_layout::find(const std::string& name) const noexcept {
   for (const auto& c : controllers_)
     if (c.name == name)

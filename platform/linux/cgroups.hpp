@@ -54,6 +54,12 @@ public:
   /// This process's own v2 cgroup directory, empty when none.
   const std::string& v2_own_dir() const noexcept { return v2_own_dir_; }
 
+  /// The same layout with every own directory (v2's too) moved down to
+  /// `<own>/<relative>`: what worker cgroups are created below when a
+  /// supervisor keeps them in its own subtree (cgroup_subtree.hpp).
+  /// `relative` is a relative path without "." or ".." components.
+  cgroup_layout below(const std::string& relative) const;
+
 private:
   std::vector<cgroup_controller> controllers_;
   std::string v2_mount_;

@@ -8,6 +8,7 @@
 #include <fstream>
 #include <set>
 
+#include "platform/linux/cgroup_subtree.hpp"
 #include "platform/linux/cgroups.hpp"
 
 namespace castellan::test {
@@ -72,10 +73,18 @@ leak_snapshot leak_snapshot::take() {
     std::set<std::string> dirs;
     for (const auto& c : layout->controllers())
       dirs.insert(c.own_dir);
-    for (const auto& dir : dirs)
-      for (const auto& name : entries(dir, false))
-        if (name.rfind("castellan", 0) == 0 && name.find(marker) != std::string::npos)
-          s.cgroups.push_back(dir + "/" + name);
+    // Worker cgroups live in this process's subtree (cgroup_subtree.hpp);
+    // tests that make their own cgroups make them right below the own ones.
+    const auto self = platform::supervisor_id::self();
+    for (const auto& own : dirs) {
+      std::vector<std::string> places{own};
+      if (self)
+        places.push_back(own + "/castellan/" + self->name());
+      for (const auto& dir : places)
+        for (const auto& name : entries(dir, false))
+          if (name.rfind("castellan", 0) == 0 && name.find(marker) != std::string::npos)
+            s.cgroups.push_back(dir + "/" + name);
+    }
   }
   const pid_t me = ::getpid();
   for (const auto& pid : entries("/proc", true))

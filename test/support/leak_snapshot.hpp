@@ -21,8 +21,8 @@ struct leak_snapshot {
   std::size_t memfd_mappings = 0;
   /// Lines of /proc/self/mountinfo.
   std::size_t mounts = 0;
-  /// Worker cgroups this process created ("castellan-…-<our pid>-…" below
-  /// our own cgroup, in every hierarchy castellan uses).
+  /// Worker cgroups this process created ("castellan-…-<our pid>-…" in its
+  /// cgroup subtree or right below its own cgroup, in every hierarchy).
   std::vector<std::string> cgroups;
   /// Processes whose parent is this process (zombies included).
   std::vector<pid_t> children;
