@@ -68,11 +68,78 @@ std::optional<destination_verdict> check_host_name(const policy::compiled_policy
   return std::nullopt;
 }
 
+namespace {
+
+/// One address's verdict (before the whole destination is combined).
+struct address_verdict {
+  action verdict = action::allow;
+  std::string rule;
+  std::string denial; ///< non-empty: why it is denied ("by /net/rules/0", …)
+};
+
+action stricter(action a, action b) {
+  return static_cast<int>(a) < static_cast<int>(b) ? b : a;
+}
+
+/// Rules 1 and 2 of destination_check.hpp for one address, then, for an
+/// address that carries an IPv4 address (special_ranges.hpp), the same for
+/// that IPv4 address: the IPv4 rules decide it as if it were the
+/// destination, so an explicit rule for a NAT64 or 6to4 block does not open
+/// the IPv4 loopback or private networks through it.
+address_verdict check_address(const policy::compiled_policy& policy, std::string_view host,
+                              uint16_t port, const policy::ip_address& addr) {
+  address_verdict out;
+  const policy::decision d = policy.check_net(policy::net_proto::tcp, addr, port, host);
+  if (d.verdict == action::deny) {
+    out.verdict = action::deny;
+    out.rule = std::string(d.pointer);
+    out.denial = "by " + out.rule;
+    return out;
+  }
+  out.verdict = d.verdict;
+  out.rule = std::string(d.pointer);
+  if (const special_range* range = special_range_of(addr)) {
+    const int i = explicit_rule_for(policy.document(), *range, addr, port);
+    if (i < 0) {
+      out.verdict = action::deny;
+      out.rule = "special-range";
+      out.denial = "by special-range: " + std::string(range->name) +
+                   " is refused unless a net rule allows it explicitly";
+      return out;
+    }
+    // The explicit rule is what lets this address through: it reports,
+    // unless the engine's verdict was stricter (warn) for another reason.
+    const auto& r = policy.document().net_rules[static_cast<std::size_t>(i)];
+    if (r.verdict == action::warn || out.verdict != action::warn) {
+      out.verdict = stricter(out.verdict, r.verdict);
+      out.rule = "/net/rules/" + std::to_string(i);
+    }
+  }
+  for (const auto& inner : embedded_ipv4(addr)) {
+    const address_verdict v = check_address(policy, host, port, inner);
+    const std::string text = policy::to_string(inner);
+    if (v.verdict == action::deny) {
+      out.verdict = action::deny;
+      out.rule = v.rule;
+      out.denial = "by " + v.rule + ": it carries the IPv4 address " + text + ", denied " +
+                   v.denial;
+      return out;
+    }
+    if (v.verdict == action::warn && out.verdict != action::warn) {
+      out.verdict = action::warn;
+      out.rule = v.rule;
+    }
+  }
+  return out;
+}
+
+} // namespace
+
 destination_verdict check_destination(const policy::compiled_policy& policy,
                                       std::string_view host, uint16_t port,
-                                      const std::vector<policy::ip_address>& addresses) {
+                                      const std::vector<policy::ip_address>& raw_addresses) {
   destination_verdict out;
-  if (addresses.empty()) {
+  if (raw_addresses.empty()) {
     out.rule = "resolve";
     out.reason = "denied " + std::string(host) + ":" + std::to_string(port) +
                  ": the name has no address";
@@ -80,45 +147,25 @@ destination_verdict check_destination(const policy::compiled_policy& policy,
   }
   action worst = action::allow;
   std::string worst_rule;
-  for (const auto& addr : addresses) {
+  for (const auto& raw : raw_addresses) {
+    // A mapped address is the IPv4 address: the IPv4 rules decide it, and
+    // the proxy connects to it as IPv4.
+    const policy::ip_address addr = unmap_ipv4(raw);
     if (std::find(out.allowed.begin(), out.allowed.end(), addr) != out.allowed.end())
       continue;
     const std::string text = policy::to_string(addr);
-    const policy::decision d = policy.check_net(policy::net_proto::tcp, addr, port, host);
-    if (d.verdict == action::deny) {
+    const address_verdict v = check_address(policy, host, port, addr);
+    if (v.verdict == action::deny) {
       destination_verdict denied;
-      denied.rule = std::string(d.pointer);
+      denied.rule = v.rule;
       denied.address = text;
-      denied.reason = "denied " + describe(host, port, text) + " by " + denied.rule;
+      denied.reason = "denied " + describe(host, port, text) + " " + v.denial;
       return denied;
     }
-    action verdict = d.verdict;
-    std::string rule(d.pointer);
-    if (const special_range* range = special_range_of(addr)) {
-      const int i = explicit_rule_for(policy.document(), *range, addr, port);
-      if (i < 0) {
-        destination_verdict denied;
-        denied.rule = "special-range";
-        denied.address = text;
-        denied.reason = "denied " + describe(host, port, text) + " by special-range: " +
-                        std::string(range->name) +
-                        " is refused unless a net rule allows it explicitly";
-        return denied;
-      }
-      // The explicit rule is what lets this address through: it reports,
-      // unless the engine's verdict was stricter (warn) for another reason.
-      const auto& r = policy.document().net_rules[static_cast<std::size_t>(i)];
-      if (r.verdict == action::warn || verdict != action::warn) {
-        verdict = std::max(verdict, r.verdict, [](action a, action b) {
-          return static_cast<int>(a) < static_cast<int>(b);
-        });
-        rule = "/net/rules/" + std::to_string(i);
-      }
-    }
-    if (out.allowed.empty() || (verdict == action::warn && worst != action::warn)) {
-      worst = verdict;
-      worst_rule = rule;
-      if (out.allowed.empty() || verdict == action::warn)
+    if (out.allowed.empty() || (v.verdict == action::warn && worst != action::warn)) {
+      worst = v.verdict;
+      worst_rule = v.rule;
+      if (out.allowed.empty() || v.verdict == action::warn)
         out.address = text;
     }
     out.allowed.push_back(addr);

@@ -16,7 +16,10 @@
 ///    net rule that allows (or warns) explicitly covers it: the rule's block
 ///    must lie inside that special range (`127.0.0.0/8`, `169.254.169.254/32`),
 ///    so `0.0.0.0/0` or a host-list entry never opens the host's loopback or
-///    the cloud metadata service.
+///    the cloud metadata service. An IPv6 address that carries an IPv4
+///    address (NAT64, 6to4, Teredo, IPv4-compatible/translated, ISATAP) then
+///    has that IPv4 address checked by rules 1 and 2 as well; an IPv4-mapped
+///    address is decided as the IPv4 address itself.
 /// 3. The verdict is the most restrictive one met (warn over allow), with the
 ///    rule that gave it.
 
