@@ -251,7 +251,10 @@ outcome<platform::sandbox_spec> make_sandbox_spec(const sandbox_profile& profile
     b.exec = (e.landlock_access & platform::landlock_fs::execute) != 0;
     spec.root.binds.push_back(std::move(b));
   }
-  spec.root.masked = profile.masked_paths;
+  // The default root's own masks (secrets inside the /etc it shows) stay.
+  for (const auto& m : profile.masked_paths)
+    if (std::find(spec.root.masked.begin(), spec.root.masked.end(), m) == spec.root.masked.end())
+      spec.root.masked.push_back(m);
   if (auto ok = platform::validate(spec.root); !ok)
     return ok.error().wrap("sandbox");
   spec.landlock = platform::default_landlock_spec(spec.root);

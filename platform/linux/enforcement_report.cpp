@@ -92,7 +92,10 @@ std::string root_report_json(const root_report& root) {
               {"skipped", root.skipped},
               {"proc", root.proc_options},
               {"read_only", root.read_only},
-              {"hostname", root.hostname}}
+              {"hostname", root.hostname},
+              {"etc", {{"source", root.etc.source},
+                       {"entries", root.etc.entries},
+                       {"withheld", root.etc.withheld}}}}
     .dump();
 }
 
@@ -105,6 +108,11 @@ outcome<root_report> parse_root_report(std::string_view text) {
     r.proc_options = j.at("proc").get<std::string>();
     r.read_only = j.at("read_only").get<bool>();
     r.hostname = j.at("hostname").get<std::string>();
+    if (const auto etc = j.find("etc"); etc != j.end()) {
+      r.etc.source = etc->at("source").get<std::string>();
+      r.etc.entries = etc->at("entries").get<uint64_t>();
+      r.etc.withheld = etc->at("withheld").get<std::vector<std::string>>();
+    }
     return r;
   } catch (const std::exception& e) {
     return logic_failure(std::string("root report: ") + e.what());

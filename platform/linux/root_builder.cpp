@@ -11,6 +11,7 @@
 
 #include "ipc/unique_fd.hpp"
 #include "platform/linux/mounts.hpp"
+#include "platform/linux/package_etc.hpp"
 
 namespace castellan::platform {
 
@@ -232,16 +233,24 @@ outcome<root_report> build_root(const root_spec& spec) {
   };
   if (auto r = mount_tmpfs_entries(false); !r)
     return r.error();
+  std::size_t unlisted = 0;
   for (auto& c : trees) {
     const bind_mount& m = c.spec ? *c.spec : c.own;
     if (auto r = make_mount_point(root, m.target, c.tree.is_dir); !r)
       return at("mount point", r.error());
     if (auto r = attach_tree(c.tree, root + m.target); !r)
       return at("attach bind", r.error());
-    report.mounted.push_back(m.target + " (bind " + (m.writable ? "rw" : "ro") +
-                             (m.device ? " device" : "") + ")");
+    if (m.listed)
+      report.mounted.push_back(m.target + " (bind " + (m.writable ? "rw" : "ro") +
+                               (m.device ? " device" : "") + ")");
+    else
+      ++unlisted;
   }
   trees.clear();
+  if (unlisted != 0)
+    report.mounted.push_back("/etc (" + std::to_string(unlisted) +
+                             " binds ro of installed packages' entries, see etc)");
+  report.etc = spec.etc;
 
   if (auto r = mount_tmpfs_entries(true); !r)
     return r.error();
@@ -380,16 +389,26 @@ root_spec default_root_spec(const default_root_options& options) {
       ro(top, false);
     }
   }
-  for (const char* etc : {"/etc/ld.so.cache", "/etc/localtime", "/etc/ssl", "/etc/ca-certificates",
-                          "/etc/alternatives", "/etc/mime.types", "/etc/protocols",
-                          "/etc/services", "/etc/gai.conf"})
-    ro(etc, true);
-  glob_t g{};
-  if (::glob("/etc/python3*", GLOB_ONLYDIR, nullptr, &g) == 0) {
-    for (std::size_t i = 0; i < g.gl_pathc; ++i)
-      ro(g.gl_pathv[i], true);
+  const etc_view& etc = package_etc_view();
+  for (const auto& e : etc.entries) {
+    const std::string target = "/etc/" + e.name;
+    if (e.type == etc_entry::kind::symlink) {
+      spec.symlinks.push_back({target, e.link_target});
+      continue;
+    }
+    bind_mount b;
+    b.source = etc.etc_dir + "/" + e.name;
+    b.target = target;
+    b.exec = false;    // configuration, not programs
+    b.optional = true; // removed since the view was derived: skipped and reported
+    b.listed = false;
+    spec.binds.push_back(std::move(b));
   }
-  ::globfree(&g);
+  for (const auto& m : etc.masked)
+    spec.masked.push_back("/etc/" + m);
+  spec.etc.source = etc.source;
+  spec.etc.entries = etc.entries.size();
+  spec.etc.withheld = etc.withheld;
   for (const auto& extra : options.extra_read_only)
     ro(extra, false);
 

@@ -24,6 +24,16 @@ struct bind_mount {
   bool exec = true;      ///< false: MOUNT_ATTR_NOEXEC
   bool optional = false; ///< a missing source is skipped (and reported), not an error
   bool device = false;   ///< device nodes stay usable (no NODEV); implies noexec
+  /// false: no line of its own in root_report::mounted (the /etc entries
+  /// of installed packages are summed up in one line and root_report::etc).
+  bool listed = true;
+};
+
+/// Where the sandbox's /etc came from (package_etc.hpp), for the report.
+struct etc_summary {
+  std::string source;                ///< "dpkg: 1043 packages, …"; empty when not derived
+  uint64_t entries = 0;              ///< /etc entries bound or linked
+  std::vector<std::string> withheld; ///< candidates not shown: "shadow (deny list)"
 };
 
 /// A tmpfs inside the sandbox (always nosuid, nodev).
@@ -61,6 +71,7 @@ struct root_spec {
   /// mounts.hpp) once the binds and tmpfs mounts are in place: what the
   /// policy denies to read below a directory it binds. Missing ones are skipped.
   std::vector<std::string> masked;
+  etc_summary etc;         ///< carried into root_report::etc
   bool proc = true;        ///< a fresh /proc for the worker's pid namespace
   bool proc_hide_pids = true;
   bool proc_subset_pid = true;
@@ -77,6 +88,7 @@ struct root_report {
   std::string proc_options = "not mounted";
   bool read_only = false;
   std::string hostname;
+  etc_summary etc; ///< root_spec::etc
 };
 
 /// Checks the paths (absolute, normalised, no "..", no duplicate targets).
@@ -99,9 +111,10 @@ struct default_root_options {
 
 /// What /usr/bin/python3 (and a POSIX shell) need, detected on this host:
 /// /usr read-only; /bin, /sbin, /lib* as symlinks where the host has merged
-/// /usr, else read-only binds; a curated /etc (ld.so.cache, localtime, ssl,
-/// python3*, alternatives…) and generated passwd, group, hosts and
-/// nsswitch.conf; tmpfs /tmp; /proc; minimal /dev; the workspace.
+/// /usr, else read-only binds; of /etc what the installed packages put there
+/// minus secrets (package_etc_view(), read-only, noexec, masks inside) and
+/// generated passwd, group, hosts and nsswitch.conf; tmpfs /tmp; /proc;
+/// minimal /dev; the workspace.
 root_spec default_root_spec(const default_root_options& options = {});
 
 /// Adds the portable mount list of a worker_spec to `spec`: bind → a bind

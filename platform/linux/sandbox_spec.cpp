@@ -36,7 +36,8 @@ json root_json(const root_spec& r) {
   for (const auto& b : r.binds)
     binds.push_back({{"source", b.source},     {"target", b.target},
                      {"writable", b.writable}, {"exec", b.exec},
-                     {"optional", b.optional}, {"device", b.device}});
+                     {"optional", b.optional}, {"device", b.device},
+                     {"listed", b.listed}});
   json tmpfs = json::array();
   for (const auto& t : r.tmpfs)
     tmpfs.push_back(
@@ -55,6 +56,9 @@ json root_json(const root_spec& r) {
           {"files", files},
           {"symlinks", links},
           {"masked", r.masked},
+          {"etc", {{"source", r.etc.source},
+                   {"entries", r.etc.entries},
+                   {"withheld", r.etc.withheld}}},
           {"proc", r.proc},
           {"proc_hide_pids", r.proc_hide_pids},
           {"proc_subset_pid", r.proc_subset_pid},
@@ -128,6 +132,7 @@ void read_root(const json& j, const std::string& path, root_spec& r, std::string
     x.boolean("exec", b.exec);
     x.boolean("optional", b.optional);
     x.boolean("device", b.device);
+    x.boolean("listed", b.listed);
     x.finish();
     r.binds.push_back(b);
   });
@@ -173,6 +178,13 @@ void read_root(const json& j, const std::string& path, root_spec& r, std::string
     }
     r.masked.push_back(e.get<std::string>());
   });
+  if (const auto* etc = o.object("etc")) {
+    object_reader x(*etc, path + "/etc", err);
+    x.string("source", r.etc.source);
+    x.unsigned_number("entries", r.etc.entries);
+    x.strings("withheld", r.etc.withheld);
+    x.finish();
+  }
   o.boolean("proc", r.proc);
   o.boolean("proc_hide_pids", r.proc_hide_pids);
   o.boolean("proc_subset_pid", r.proc_subset_pid);

@@ -80,6 +80,7 @@ std::string denied_connect(const char* without_landlock) {
 BOOST_FIXTURE_TEST_SUITE(fs_probes, strict_pool)
 
 BOOST_AUTO_TEST_CASE(read_shadow) { expect("read_shadow", {"ENOENT"}); }
+BOOST_AUTO_TEST_CASE(etc_secrets) { expect("etc_secrets", {"nothing"}); }
 BOOST_AUTO_TEST_CASE(write_usr) { expect("write_usr", {"EROFS"}); }
 // Existing files: the permission check (mode 0444 / owned by an unmapped
 // host user) answers before the read-only mount does.

@@ -44,6 +44,9 @@ std::set<std::string> expected_top_level(const root_spec& spec, const root_repor
     out.insert("proc");
   if (spec.minimal_dev)
     out.insert("dev");
+  // The empty, inaccessible file masks are bind-mounted from.
+  if (!spec.masked.empty())
+    out.insert(".castellan-masked");
   return out;
 }
 
