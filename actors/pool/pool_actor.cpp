@@ -410,6 +410,9 @@ void complete(pool_ptr self, uint64_t id, worker_slot& slot) {
                std::to_string(self->state.cfg.limits.memory_bytes) + " bytes) was hit";
   } else if (self->state.cfg.isolation != platform::isolation_mode::none) {
     r.detail = explain_missing_program(slot.current->req.argv, r.exit_code, r.stderr_data);
+    if (r.detail.empty())
+      r.detail = explain_refused_exec(slot.current->req.argv, r.exit_code, r.stderr_data,
+                                      self->state.cfg.sandbox);
   }
   if (const auto& cfg = self->state.cfg; cfg.telemetry) {
     const auto& usage = slot.current->result.usage;

@@ -2,6 +2,7 @@
 
 #include <glob.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 
@@ -56,6 +57,56 @@ std::string explain_missing_program(const std::vector<std::string>& argv, int ex
     why += ", but not one inside the sandbox's default root (/usr, /etc, /tmp, …): rules "
            "there speak of the sandbox's own paths and bind nothing";
   return why;
+}
+
+namespace {
+
+/// What `name` runs as when the harness looks it up the way execvp does
+/// (the worker's PATH); `name` itself when it has a slash.
+std::string resolve_program(const std::string& name) {
+  if (name.find('/') != std::string::npos)
+    return name;
+  for (const char* dir : {"/usr/local/bin", "/usr/bin", "/bin"}) {
+    const std::string p = std::string(dir) + "/" + name;
+    if (::access(p.c_str(), F_OK) == 0)
+      return p;
+  }
+  return {};
+}
+
+std::string joined(const std::vector<std::string>& v) {
+  std::string out;
+  for (const auto& s : v)
+    out += (out.empty() ? "" : ", ") + s;
+  return out;
+}
+
+} // namespace
+
+std::string explain_refused_exec(const std::vector<std::string>& argv, int exit_code,
+                                 const std::string& stderr_data, const sandbox_profile& profile) {
+  if (argv.empty() || exit_code != 126 || !profile.restrict_execute || !profile.landlock)
+    return {};
+  const std::string rule = "policy exec default deny (/defaults/exec)";
+  const std::string allowed = "allowed: " + joined(profile.exec_allowed);
+  const std::string& prog = argv.front();
+  // The line run_command in worker/python/castellan_runtime.py writes when
+  // its own exec fails with EACCES.
+  if (stderr_data == "castellan: " + prog + ": Permission denied\n") {
+    const std::string path = resolve_program(prog);
+    if (path.empty())
+      return {};
+    if (std::find(profile.exec_allowed.begin(), profile.exec_allowed.end(), path) !=
+        profile.exec_allowed.end())
+      return {}; // allowed by the exec rules: refused for another reason
+    return "exec of " + path + " refused: " + rule + "; " + allowed;
+  }
+  if (stderr_data.find(": Permission denied\n") != std::string::npos)
+    return "exit 126 after a \"Permission denied\": if " + prog +
+           " tried to start another program, the " + rule +
+           " refuses every program but those its rules allow (Landlock answers such an "
+           "execve with EACCES and names no file); " + allowed;
+  return {};
 }
 
 namespace {

@@ -91,6 +91,17 @@ bool in_default_root(const std::string& path);
 std::string explain_missing_program(const std::vector<std::string>& argv, int exit_code,
                                     const std::string& stderr_data);
 
+/// For a command that ended 126 ("cannot execute") under a profile whose
+/// exec rules restrict what may run (Landlock refuses an execve of anything
+/// else with EACCES, and says nothing more): which rule refused it. When the
+/// harness's own exec failed (its "castellan: PROG: Permission denied" line)
+/// the program is known: "exec of /usr/bin/id refused: …". When a program
+/// the command started reports "Permission denied" (a shell's "id:
+/// Permission denied"), the file is not known and the detail says so. Empty
+/// for anything else (no restriction, the program itself allowed).
+std::string explain_refused_exec(const std::vector<std::string>& argv, int exit_code,
+                                 const std::string& stderr_data, const sandbox_profile& profile);
+
 /// The harness's path inside the sandbox.
 std::string sandboxed_harness_path(const std::string& harness);
 

@@ -332,6 +332,23 @@ BOOST_AUTO_TEST_CASE(a_host_program_outside_the_sandbox_is_explained) {
   BOOST_TEST(r.err == "");
 }
 
+BOOST_AUTO_TEST_CASE(a_program_the_exec_rules_refuse_is_explained) {
+  // default.json allows python3 and what `run` names; dash cannot start
+  // `id` (Landlock: EACCES) and ends 126. The result's detail names the rule
+  // and what it allows, and says it cannot name the file.
+  auto r = cli({"run", "--json", "--", "/bin/sh", "-c", "id"});
+  BOOST_TEST(r.exit_code == 126);
+  auto j = nlohmann::json::parse(r.out);
+  const std::string detail = j.value("detail", std::string());
+  BOOST_TEST(detail.find("policy exec default deny (/defaults/exec)") != std::string::npos, detail);
+  BOOST_TEST(detail.find("/usr/bin/python3") != std::string::npos, detail);
+  BOOST_TEST(detail.find("names no file") != std::string::npos, detail);
+  // A command that ends 126 without any refusal gets no such detail.
+  auto own = nlohmann::json::parse(cli({"run", "--json", "--", "/bin/sh", "-c", "exit 126"}).out);
+  BOOST_TEST(own["exit_code"] == 126);
+  BOOST_TEST(own.value("detail", std::string()).find("exec default deny") == std::string::npos);
+}
+
 BOOST_AUTO_TEST_SUITE_END()
 
 BOOST_AUTO_TEST_SUITE(embed_example)
