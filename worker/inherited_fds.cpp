@@ -4,6 +4,7 @@
 #include "worker/inherited_fds.hpp"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -58,6 +59,21 @@ outcome<void> check_inherited_fds(const options& opts) {
     return r;
   if (auto r = check_eventfd("--to-supervisor-fd", opts.to_supervisor_fd); !r)
     return r;
+  return {};
+}
+
+outcome<void> check_status_fd(const options& opts) {
+  if (opts.status_fd < 0)
+    return {};
+  const std::string what = "--status-fd " + std::to_string(opts.status_fd);
+  struct stat st;
+  if (::fstat(opts.status_fd, &st) != 0)
+    return errno_failure(what + " is not open");
+  const int flags = ::fcntl(opts.status_fd, F_GETFL);
+  if (!S_ISFIFO(st.st_mode) || flags < 0 || (flags & O_ACCMODE) != O_WRONLY)
+    return logic_failure(what + " is not the write end of a pipe");
+  if (::fcntl(opts.status_fd, F_SETFD, FD_CLOEXEC) != 0)
+    return errno_failure(what + ": F_SETFD");
   return {};
 }
 

@@ -15,6 +15,10 @@ namespace castellan::worker {
 /// non-blocking eventfds.
 outcome<void> check_inherited_fds(const options& opts);
 
+/// The status fd (when given) is open and a pipe's write end; it is made
+/// close-on-exec, so that the harness never inherits it.
+outcome<void> check_status_fd(const options& opts);
+
 /// The interpreter is executable and the harness readable.
 outcome<void> check_paths(const options& opts);
 

@@ -56,7 +56,9 @@ std::string usage() {
          "                        of the sandbox (build the root, then Landlock and seccomp\n"
          "                        for the harness); --harness is a path inside that root\n"
          "  --control-fd N        inherited AF_UNIX socket to the supervisor: the seccomp\n"
-         "                        listener goes there, denial details come back\n";
+         "                        listener goes there, denial details come back\n"
+         "  --status-fd N         inherited pipe to the supervisor: a sandbox layer that\n"
+         "                        could not be applied is reported there (PID 1 only)\n";
 }
 
 outcome<options> parse_options(int argc, const char* const* argv) {
@@ -79,7 +81,8 @@ outcome<options> parse_options(int argc, const char* const* argv) {
     }
     const bool known = arg == "--segment-fd" || arg == "--to-worker-fd" ||
                        arg == "--to-supervisor-fd" || arg == "--python" || arg == "--harness" ||
-                       arg == "--mode" || arg == "--sandbox-spec-fd" || arg == "--control-fd";
+                       arg == "--mode" || arg == "--sandbox-spec-fd" || arg == "--control-fd" ||
+                       arg == "--status-fd";
     if (!known)
       return logic_failure("unknown argument '" + std::string(argv[i]) + "'");
     if (!inline_value) {
@@ -97,6 +100,11 @@ outcome<options> parse_options(int argc, const char* const* argv) {
       if (!fd)
         return fd.error();
       opts.control_fd = *fd;
+    } else if (arg == "--status-fd") {
+      auto fd = parse_fd(arg, value);
+      if (!fd)
+        return fd.error();
+      opts.status_fd = *fd;
     } else if (arg == "--segment-fd" || arg == "--to-worker-fd" || arg == "--to-supervisor-fd") {
       auto fd = parse_fd(arg, value);
       if (!fd)
@@ -149,6 +157,11 @@ outcome<options> parse_options(int argc, const char* const* argv) {
       (opts.control_fd == opts.segment_fd || opts.control_fd == opts.to_worker_fd ||
        opts.control_fd == opts.to_supervisor_fd || opts.control_fd == opts.sandbox_spec_fd))
     return logic_failure("--control-fd must differ from the wire fds and the spec fd");
+  if (opts.status_fd >= 0 &&
+      (opts.status_fd == opts.segment_fd || opts.status_fd == opts.to_worker_fd ||
+       opts.status_fd == opts.to_supervisor_fd || opts.status_fd == opts.sandbox_spec_fd ||
+       opts.status_fd == opts.control_fd))
+    return logic_failure("--status-fd must differ from the wire, spec and control fds");
   return opts;
 }
 

@@ -31,6 +31,12 @@ struct options {
   /// sends its seccomp listener over it, and the harness then receives the
   /// details of each denial on it (docs/wire.md, "Denials").
   int control_fd = -1;
+  /// The write end of a pipe to the supervisor (-1: none) on which PID 1
+  /// reports a sandbox layer it could not apply: the supervisor names a
+  /// layer only from there, never from an exit status (which the code can
+  /// choose once it runs). Close-on-exec here, so that no process of the
+  /// sandbox but PID 1 ever holds it.
+  int status_fd = -1;
   bool help = false; ///< --help: print usage and exit 0
 };
 

@@ -5,7 +5,8 @@
 /// builds the root, brings loopback up and drops its own capabilities; the
 /// interpreter child then drops capabilities, applies Landlock and seccomp to
 /// itself and execs Python. Each layer that is requested and cannot be
-/// applied ends the worker with its own exit code and one stderr line (fail
+/// applied ends the worker with its own exit code, one stderr line and one
+/// record on PID 1's status pipe, which is what the supervisor reads (fail
 /// closed); what is in force reaches the harness in CASTELLAN_ENFORCEMENT,
 /// which it reports in READY.
 

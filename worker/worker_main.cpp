@@ -7,10 +7,16 @@
 /// command line or bad inherited fds; 127 if the harness could not be
 /// started (fork or exec failed); 1 for other start-up failures; 3-8 for a
 /// sandbox layer that could not be applied (sandbox_setup.hpp), with one
-/// stderr line naming the layer, the step and the errno.
+/// stderr line naming the layer, the step and the errno. The supervisor does
+/// not read a layer from these exit codes: once the harness runs, the code
+/// can exit with any status, or exec a program that does. A layer failure
+/// is reported on the status pipe (--status-fd), which only PID 1 holds.
 
 #include "worker/worker_main.hpp"
 
+#include <unistd.h>
+
+#include <algorithm>
 #include <cstdio>
 #include <optional>
 #include <string>
@@ -26,8 +32,28 @@ namespace {
 constexpr int exit_usage = 2;
 constexpr int exit_exec_failed = 127;
 
+/// The status pipe (options::status_fd), -1 when there is none.
+int status_fd = -1;
+
+/// One record on the status pipe: "<exit code> <what failed>\n", written
+/// at once (a pipe write of at most PIPE_BUF bytes is never interleaved).
+/// Only PID 1 writes here, and only about its own start-up or the
+/// interpreter process's, reported to it before the harness ran.
+void report_status(int code, const castellan::failure& f) {
+  if (status_fd < 0)
+    return;
+  std::string line = std::to_string(code) + " " + f.describe();
+  std::replace(line.begin(), line.end(), '\n', ' ');
+  line.resize(std::min<std::size_t>(line.size(), 1024));
+  line.push_back('\n');
+  [[maybe_unused]] const ssize_t n = ::write(status_fd, line.data(), line.size());
+}
+
+/// PID 1 could not start the harness: one stderr line, one record on the
+/// status pipe, and the exit code that says why.
 int fail(int code, const castellan::failure& f) {
   std::fprintf(stderr, "castellan-worker: %s\n", f.describe().c_str());
+  report_status(code, f);
   return code;
 }
 
@@ -98,6 +124,9 @@ int run_worker(int argc, char** argv, const in_process_harness* in_process) {
     if (auto r = check_paths(*opts); !r)
       return fail(exit_usage, r.error());
   }
+  if (auto r = check_status_fd(*opts); !r)
+    return fail(exit_usage, r.error());
+  status_fd = opts->status_fd;
   if (auto r = check_inherited_fds(*opts); !r)
     return fail(exit_usage, r.error());
   if (in_process != nullptr) {

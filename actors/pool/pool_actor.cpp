@@ -571,10 +571,15 @@ void on_exited(pool_ptr self, uint64_t id) {
     ++st.lost;
     // The cgroup's OOM killer ended it: the exec hit the memory limit.
     const bool oom = slot.ch->oom_killed();
+    // Its exit status is whatever the code made it: the harness never
+    // answered, so the code ended it or replaced it with another program
+    // (a layer is never inferred from that status).
     terminate(self, id, slot, oom ? error_class::oom : error_class::worker_lost,
               refused_exit_code,
               "worker " + std::to_string(id) + " " + how + " during the exec" +
-                (oom ? " (out of memory: the cgroup's memory limit was hit)" : ""));
+                (oom ? " (out of memory: the cgroup's memory limit was hit)"
+                     : " without the harness's answer: the code ended the harness or "
+                       "replaced it with another program"));
   }
   if (slot.state == worker_state::starting && !slot.killed) {
     st.last_spawn_error = "worker " + std::to_string(id) + " " + how + " before it was ready";

@@ -32,9 +32,12 @@ constexpr int sandbox_spec_child_fd = 6;
 constexpr int egress_child_fd = 7;
 constexpr int control_child_fd = 8;
 
-/// castellan-worker's exit codes for a sandbox layer it could not apply
-/// (worker/sandbox_setup.hpp); its stderr line has the details.
-const char* sandbox_layer_of_exit(int code) {
+constexpr int status_child_fd = 9;
+
+/// The layer behind castellan-worker's code for a sandbox layer it could
+/// not apply (worker/sandbox_setup.hpp), as PID 1 reports it on the status
+/// pipe; null for another start-up failure.
+const char* sandbox_layer_of(int code) {
   switch (code) {
     case 3:
       return "the sandbox spec could not be read";
@@ -53,6 +56,40 @@ const char* sandbox_layer_of_exit(int code) {
     default:
       return nullptr;
   }
+}
+
+/// What PID 1 reported on the status pipe before it exited, as the pool
+/// words it: " (sandbox: <layer>)" for a layer, " (start-up failed: …)" for
+/// another failure of its own start-up, "" when it reported nothing (the
+/// harness ran: how it ended is the code's business, not a layer's).
+std::string status_note(int fd) {
+  if (fd < 0)
+    return {};
+  char buf[2048];
+  std::size_t got = 0;
+  for (;;) {
+    const ssize_t n = ::read(fd, buf + got, sizeof buf - got);
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n <= 0)
+      break;
+    got += static_cast<std::size_t>(n);
+    if (got == sizeof buf)
+      break;
+  }
+  std::string_view text(buf, got);
+  const auto eol = text.find('\n');
+  if (eol == std::string_view::npos)
+    return {}; // nothing, or not a whole record
+  text = text.substr(0, eol);
+  const auto space = text.find(' ');
+  const auto code = platform::parse_u64(text.substr(0, space));
+  if (!code || space == std::string_view::npos)
+    return {};
+  const std::string what(text.substr(space + 1));
+  if (const char* layer = sandbox_layer_of(static_cast<int>(*code)))
+    return std::string(" (sandbox: ") + layer + ")";
+  return " (start-up failed: " + what + ")";
 }
 
 /// This supervisor's cgroup subtree (cgroup_subtree.hpp), made once per
@@ -193,12 +230,20 @@ outcome<std::unique_ptr<worker_channel>> worker_channel::start(uint64_t id,
                "--harness", sandboxed ? sandboxed_harness_path(cfg.harness) : cfg.harness,
                "--mode", to_string(cfg.mode)};
   spec.env = worker_environment();
+  // The status pipe: PID 1 reports here a layer it could not apply.
+  int status_pipe[2];
+  if (::pipe2(status_pipe, O_CLOEXEC | O_NONBLOCK) != 0)
+    return errno_failure(what + ": status pipe");
+  ch->status_.reset(status_pipe[0]);
+  unique_fd status_child(status_pipe[1]);
+  spec.argv.insert(spec.argv.end(), {"--status-fd", std::to_string(status_child_fd)});
   spec.fds = {{devnull.get(), 0},
               {devnull.get(), 1},
               {cfg.worker_stderr ? 2 : devnull.get(), 2},
               {ch->segment_.fd(), segment_child_fd},
               {ch->to_worker_.fd(), to_worker_child_fd},
-              {ch->to_supervisor_.fd(), to_supervisor_child_fd}};
+              {ch->to_supervisor_.fd(), to_supervisor_child_fd},
+              {status_child.get(), status_child_fd}};
   unique_fd sealed;
   unique_fd egress_child; // the worker's end of the egress pair, open until the spawn
   unique_fd control_child;
@@ -427,11 +472,9 @@ std::string worker_channel::reap() noexcept {
   if (!*st)
     return "still running";
   reaped_ = true;
-  std::string how = (*st)->describe();
-  if (!(*st)->signaled && !enforcement_.empty())
-    if (const char* layer = sandbox_layer_of_exit((*st)->code))
-      how += std::string(" (sandbox: ") + layer + ")";
-  return how;
+  // A layer is named only from what PID 1 said on the status pipe, never
+  // from the exit status: the code chooses that once it runs.
+  return (*st)->describe() + status_note(status_.get());
 }
 
 } // namespace castellan

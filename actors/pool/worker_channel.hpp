@@ -100,7 +100,10 @@ public:
   /// the pidfd reports the exit.
   platform::worker_kill_report kill() noexcept;
 
-  /// Reaps the process once it has exited; a description of how it ended.
+  /// Reaps the process once it has exited; a description of how it ended,
+  /// with the layer or start-up step PID 1 reported on its status pipe
+  /// (nothing else names a layer: not the exit status, which the code
+  /// controls once the harness runs).
   std::string reap() noexcept;
 
   /// egress: the proxy's end of this worker's egress socket pair (taken
@@ -137,6 +140,7 @@ private:
   pid_t pid_ = -1;
   unique_fd pidfd_;
   unique_fd control_;
+  unique_fd status_; ///< read end of the status pipe (worker/options.hpp, status_fd)
   bool reaped_ = false;
   bool pid_namespace_ = false; ///< the process is the init of its own pid namespace
   // Sandboxed workers only. Destroyed after the destructor body has killed

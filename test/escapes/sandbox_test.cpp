@@ -154,6 +154,45 @@ print("children", children, "stopped_by", err)
   BOOST_TEST((next.error == error_class::ok));
 }
 
+BOOST_AUTO_TEST_CASE(a_program_that_replaced_the_harness_names_no_layer) {
+  // The code execs a program that exits with what castellan-worker uses for
+  // a layer it could not apply (4 root, 7 Landlock, 9 notify): that is the
+  // program's exit status, reported as such; a layer is named only from
+  // PID 1's status pipe.
+  auto pool = make(test_pool(1));
+  for (const char* code : {"4", "7", "9"}) {
+    auto r = exec_code(pool, std::string("import os, sys\nos.execv(sys.executable, [sys.executable, "
+                                         "'-c', 'import os; os._exit(") +
+                               code + ")'])\n");
+    BOOST_TEST_MESSAGE(r.detail);
+    BOOST_TEST((r.error == error_class::worker_lost));
+    BOOST_TEST(r.detail.find(std::string("exited with ") + code +
+                             " during the exec without the harness's answer") !=
+               std::string::npos);
+    BOOST_TEST(r.detail.find("sandbox:") == std::string::npos);
+    BOOST_TEST(r.detail.find("could not be") == std::string::npos);
+  }
+  auto next = exec_code(pool, "print('fine')");
+  BOOST_TEST((next.error == error_class::ok));
+}
+
+BOOST_AUTO_TEST_CASE(a_layer_that_cannot_be_applied_is_named_from_the_status_pipe) {
+  // A bind whose source is missing: PID 1 cannot build the root and says
+  // so on its status pipe before it exits; the request is refused with the
+  // layer named.
+  auto pc = test_pool(1);
+  pc.sandbox.extra_paths.push_back(
+    {"/var/tmp/castellan-missing-" + std::to_string(::getpid()), false,
+     platform::landlock_fs::read_file});
+  auto pool = make(pc);
+  auto r = exec_code(pool, "print('must not run')");
+  BOOST_TEST_MESSAGE(r.detail);
+  BOOST_TEST((r.error == error_class::worker_lost));
+  BOOST_TEST(r.stdout_data.empty());
+  BOOST_TEST(r.detail.find("exited with 4 (sandbox: the root file system could not be built) "
+                           "before it was ready") != std::string::npos);
+}
+
 BOOST_AUTO_TEST_CASE(isolation_none_still_works_for_development) {
   auto pc = test_pool(1);
   pc.isolation = platform::isolation_mode::none;
