@@ -101,6 +101,13 @@ struct worker_spec {
   /// build its root; it must drop them before it runs untrusted code.
   /// false = it starts with no capabilities at all.
   bool setup_capabilities = true;
+  /// vm.memfd_noexec = 2 in the worker's pid namespace: no memfd can be
+  /// created executable (MFD_EXEC is refused, every other one is sealed
+  /// against exec). The kernel takes the write only from a process with the
+  /// host's root uid, so the worker's first process writes it while it still
+  /// has the supervisor's credentials; a supervisor that is not root cannot.
+  /// castellan-worker reads the value back (sandbox_spec::memfd_noexec).
+  bool memfd_noexec = false;
 };
 
 } // namespace castellan::platform

@@ -3,6 +3,7 @@
 
 #include "worker/sandbox_setup.hpp"
 
+#include <fcntl.h>
 #include <sys/prctl.h>
 #include <unistd.h>
 
@@ -26,6 +27,20 @@ int say(int code, const char* layer, const failure& f) noexcept {
   return code;
 }
 
+/// vm.memfd_noexec of this process's pid namespace (the sysctl answers for
+/// the reader's own), or -1 when the kernel has none (before 6.3).
+int read_memfd_noexec() noexcept {
+  const int fd = ::open("/proc/sys/vm/memfd_noexec", O_RDONLY | O_CLOEXEC);
+  if (fd < 0)
+    return -1;
+  char buf[8] = {};
+  const ssize_t n = ::read(fd, buf, sizeof buf - 1);
+  ::close(fd);
+  if (n < 1 || buf[0] < '0' || buf[0] > '9')
+    return -1;
+  return buf[0] - '0';
+}
+
 } // namespace
 
 const char* sandbox_exit_layer(int exit_code) noexcept {
@@ -44,6 +59,8 @@ const char* sandbox_exit_layer(int exit_code) noexcept {
       return "the seccomp filter could not be loaded";
     case exit_sandbox_notify:
       return "the seccomp notify filter could not be loaded or handed to the supervisor";
+    case exit_sandbox_exec:
+      return "executable memfds could not be refused (vm.memfd_noexec)";
     default:
       return nullptr;
   }
@@ -70,12 +87,25 @@ std::optional<sandbox_setup> sandbox_setup::read(int spec_fd, sandbox_failure& f
 
 bool sandbox_setup::build(sandbox_failure& failed) {
   using namespace platform;
+  // Read here: the sandbox's own /proc (subset=pid) has no /proc/sys.
+  const int memfd_noexec = read_memfd_noexec();
+  if (spec_.memfd_noexec.required && memfd_noexec != 2 && !spec_.memfd_noexec.best_effort) {
+    failed = {exit_sandbox_exec,
+              logic_failure(memfd_noexec < 0
+                              ? std::string("this kernel has no vm.memfd_noexec (6.3+)")
+                              : "vm.memfd_noexec is " + std::to_string(memfd_noexec) +
+                                  " in the sandbox's pid namespace, not 2 (only a supervisor "
+                                  "running as root can set it) and the policy does not allow "
+                                  "best effort")};
+    return false;
+  }
   auto root = build_root(spec_.root);
   if (!root) {
     failed = {exit_sandbox_root, root.error()};
     return false;
   }
   root_ = std::move(*root);
+  root_.memfd_noexec = memfd_noexec;
   if (spec_.loopback_up) {
     if (auto r = set_loopback_up(); !r) {
       failed = {exit_sandbox_network, r.error()};

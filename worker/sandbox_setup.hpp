@@ -29,6 +29,7 @@ constexpr int exit_sandbox_capabilities = 6; ///< capabilities could not be drop
 constexpr int exit_sandbox_landlock = 7;     ///< Landlock could not be applied
 constexpr int exit_sandbox_seccomp = 8;      ///< the seccomp filter could not be loaded
 constexpr int exit_sandbox_notify = 9;       ///< the notify filter could not be loaded or handed over
+constexpr int exit_sandbox_exec = 10;        ///< executable memfds are not refused (vm.memfd_noexec)
 
 /// The layer behind one of the exit codes above, or nullptr.
 const char* sandbox_exit_layer(int exit_code) noexcept;
@@ -47,7 +48,8 @@ public:
 
   /// PID 1, first half: read_sandbox_spec. Closes `spec_fd`.
   static std::optional<sandbox_setup> read(int spec_fd, sandbox_failure& failed);
-  /// PID 1, second half: build_root → set_loopback_up → the egress relay's
+  /// PID 1, second half: reads vm.memfd_noexec back (while the host's
+  /// /proc is still there) → build_root → set_loopback_up → the egress relay's
   /// listener (when the spec has one) → drop its own capabilities →
   /// PR_SET_DUMPABLE 0.
   bool build(sandbox_failure& failed);

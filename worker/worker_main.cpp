@@ -5,7 +5,7 @@
 ///
 /// Exit codes: the harness's (128 + signal if one ended it); 2 for a bad
 /// command line or bad inherited fds; 127 if the harness could not be
-/// started (fork or exec failed); 1 for other start-up failures; 3-8 for a
+/// started (fork or exec failed); 1 for other start-up failures; 3-10 for a
 /// sandbox layer that could not be applied (sandbox_setup.hpp), with one
 /// stderr line naming the layer, the step and the errno. The supervisor does
 /// not read a layer from these exit codes: once the harness runs, the code

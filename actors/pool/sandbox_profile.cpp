@@ -323,6 +323,11 @@ outcome<platform::sandbox_spec> make_sandbox_spec(const sandbox_profile& profile
   }
   spec.landlock.enabled = profile.landlock;
   spec.landlock.best_effort = profile.landlock_best_effort;
+  // A memfd is no path Landlock can withhold EXECUTE from, and no mount's
+  // noexec reaches it: where only the allowed programs may run, no memfd
+  // may be executable (vm.memfd_noexec = 2), on the exec layer's terms.
+  spec.memfd_noexec.required = profile.restrict_execute && profile.landlock;
+  spec.memfd_noexec.best_effort = profile.landlock_best_effort;
   spec.seccomp.enabled = profile.seccomp;
   spec.seccomp.deny = profile.deny_syscalls;
   spec.seccomp.kill = profile.kill_syscalls;

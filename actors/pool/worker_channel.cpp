@@ -53,6 +53,8 @@ const char* sandbox_layer_of(int code) {
       return "the seccomp filter could not be loaded";
     case 9:
       return "the seccomp notify filter could not be loaded or handed over";
+    case 10:
+      return "executable memfds could not be refused (vm.memfd_noexec)";
     default:
       return nullptr;
   }
@@ -299,6 +301,7 @@ outcome<std::unique_ptr<worker_channel>> worker_channel::start(uint64_t id,
       spec.fds.push_back({control_child.get(), control_child_fd});
     }
     spec.isolation = platform::isolation_mode::namespaces;
+    spec.memfd_noexec = true; // read back by PID 1: sb->memfd_noexec
     spec.namespaces = {true, true, true, true, true, true, true};
     ch->pid_namespace_ = spec.namespaces.pid;
     spec.hostname = cfg.sandbox.hostname;

@@ -95,7 +95,8 @@ std::string root_report_json(const root_report& root) {
               {"hostname", root.hostname},
               {"etc", {{"source", root.etc.source},
                        {"entries", root.etc.entries},
-                       {"withheld", root.etc.withheld}}}}
+                       {"withheld", root.etc.withheld}}},
+              {"memfd_noexec", root.memfd_noexec < 0 ? json(nullptr) : json(root.memfd_noexec)}}
     .dump();
 }
 
@@ -113,6 +114,8 @@ outcome<root_report> parse_root_report(std::string_view text) {
       r.etc.entries = etc->at("entries").get<uint64_t>();
       r.etc.withheld = etc->at("withheld").get<std::vector<std::string>>();
     }
+    const json& m = j.at("memfd_noexec");
+    r.memfd_noexec = m.is_null() ? -1 : m.get<int>();
     return r;
   } catch (const std::exception& e) {
     return logic_failure(std::string("root report: ") + e.what());

@@ -50,7 +50,8 @@ outcome<std::string> encode_launch_request(const worker_spec& spec) {
            {"outside_gid", spec.ids.outside_gid}}},
          {"cgroup",
           {{"directories", spec.cgroup.directories}, {"clone_into", spec.cgroup.clone_into}}},
-         {"setup_capabilities", spec.setup_capabilities}};
+         {"setup_capabilities", spec.setup_capabilities},
+         {"memfd_noexec", spec.memfd_noexec}};
   std::string text = j.dump();
   if (text.size() > max_launch_message)
     return logic_failure("launch request: " + std::to_string(text.size()) +
@@ -67,7 +68,7 @@ outcome<worker_spec> decode_launch_request(std::string_view text,
   worker_spec spec;
   object_reader o(j, "", err);
   o.require({"executable", "argv", "env", "fds", "isolation", "namespaces", "hostname", "limits",
-             "die_with_parent", "ids", "cgroup", "setup_capabilities"});
+             "die_with_parent", "ids", "cgroup", "setup_capabilities", "memfd_noexec"});
   o.string("executable", spec.executable);
   o.strings("argv", spec.argv);
   o.strings("env", spec.env);
@@ -118,6 +119,7 @@ outcome<worker_spec> decode_launch_request(std::string_view text,
     x.finish();
   }
   o.boolean("setup_capabilities", spec.setup_capabilities);
+  o.boolean("memfd_noexec", spec.memfd_noexec);
   o.finish();
   if (!err.empty())
     return logic_failure("launch request: " + err);

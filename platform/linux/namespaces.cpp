@@ -62,6 +62,16 @@ struct child_plan {
   void* arg;
 };
 
+/// vm.memfd_noexec = 2 for this process's pid namespace; errors are left
+/// to whoever reads the value back (async-signal-safe).
+void write_memfd_noexec() noexcept {
+  const int fd = ::open("/proc/sys/vm/memfd_noexec", O_WRONLY | O_CLOEXEC);
+  if (fd < 0)
+    return;
+  [[maybe_unused]] const ssize_t n = ::write(fd, "2", 1);
+  ::close(fd);
+}
+
 [[noreturn]] void child_entry(const child_plan& plan) noexcept {
   ::close(plan.sync_write);
   ::close(plan.status_read);
@@ -75,7 +85,12 @@ struct child_plan {
   } while (n < 0 && errno == EINTR);
   if (n != 1)
     self.fail(child_step::wait_for_release, n < 0 ? errno : EPIPE);
-  // 2. Become the sandbox user.
+  // 2. Before the uid changes: the kernel lets only the host's root uid
+  //    write a sysctl file, and applies this one to the writer's pid
+  //    namespace (the new one, of which this process is the init).
+  if (plan.options->memfd_noexec)
+    write_memfd_noexec();
+  // 3. Become the sandbox user.
   id_step failed_at = id_step::none;
   if (int err = become_sandbox_ids(plan.ids, failed_at)) {
     self.fail(failed_at == id_step::setgroups   ? child_step::setgroups
@@ -87,7 +102,7 @@ struct child_plan {
     if (int err = keep_ambient_capabilities(setup_capability_mask()))
       self.fail(child_step::ambient_capabilities, err);
   }
-  // 3. Die with the parent. Set after the id change (which clears it). In a
+  // 4. Die with the parent. Set after the id change (which clears it). In a
   //    new pid namespace getppid() is 0, so the parent's liveness is read
   //    from the sync pipe instead: it holds the write end until we exec.
   if (plan.options->die_with_parent) {
@@ -98,7 +113,7 @@ struct child_plan {
       ::_exit(127);
   }
   ::close(plan.sync_read);
-  // 4. Namespace-local settings.
+  // 5. Namespace-local settings.
   const std::string& host = plan.options->hostname;
   if (!host.empty() && ::sethostname(host.data(), host.size()) != 0)
     self.fail(child_step::sethostname, errno);

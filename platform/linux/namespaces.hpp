@@ -12,7 +12,8 @@
 ///                                             blocks reading the sync pipe
 ///     writes setgroups, uid_map, gid_map
 ///     writes the pid to each cgroup.procs
-///     writes one byte to the sync pipe  ───►  setgroups(0), setresgid, setresuid
+///     writes one byte to the sync pipe  ───►  [vm.memfd_noexec = 2, pid namespace]
+///                                             setgroups(0), setresgid, setresuid
 ///                                             ambient setup capabilities
 ///                                             PR_SET_PDEATHSIG, parent check
 ///                                             sethostname, unshare(CLONE_NEWCGROUP)
@@ -100,6 +101,10 @@ struct sandbox_clone_options {
   bool setup_capabilities = true; ///< keep setup_capability_mask() as ambient capabilities
   bool die_with_parent = true;    ///< PR_SET_PDEATHSIG(SIGKILL)
   std::string hostname;           ///< set when non-empty (needs namespaces.uts)
+  /// Writes vm.memfd_noexec = 2 for the new pid namespace right after the
+  /// release, while the child still has the caller's uid (worker_spec.hpp).
+  /// A failure is not the child's to judge: whoever needs it reads it back.
+  bool memfd_noexec = false;
   int fd_floor = 3;               ///< the child's start-up pipes are placed at or above this
   /// CLONE_PARENT: the child becomes a child of the caller's parent (a
   /// launcher starting workers for the supervisor that started it: the

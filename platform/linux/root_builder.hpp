@@ -89,6 +89,10 @@ struct root_report {
   bool read_only = false;
   std::string hostname;
   etc_summary etc; ///< root_spec::etc
+  /// vm.memfd_noexec as PID 1 read it back in the sandbox's pid namespace
+  /// (before /proc was replaced): 2 refuses executable memfds; -1: not read
+  /// (a kernel without it, before 6.3).
+  int memfd_noexec = -1;
 };
 
 /// Checks the paths (absolute, normalised, no "..", no duplicate targets).

@@ -305,6 +305,9 @@ std::string to_json(const sandbox_spec& spec) {
             {"landlock", landlock_json(spec.landlock)},
             {"seccomp", seccomp_json(spec.seccomp)},
             {"notify", notify_json(spec.notify)},
+            {"memfd_noexec",
+             {{"required", spec.memfd_noexec.required},
+              {"best_effort", spec.memfd_noexec.best_effort}}},
             {"loopback_up", spec.loopback_up},
             {"drop_capabilities", spec.drop_capabilities},
             {"egress_port", spec.egress_port},
@@ -332,6 +335,12 @@ outcome<sandbox_spec> parse_sandbox_spec(std::string_view text) {
     read_seccomp(*s, "/seccomp", spec.seccomp, err);
   if (const json* n = o.object("notify"))
     read_notify(*n, "/notify", spec.notify, err);
+  if (const json* m = o.object("memfd_noexec")) {
+    object_reader x(*m, "/memfd_noexec", err);
+    x.boolean("required", spec.memfd_noexec.required);
+    x.boolean("best_effort", spec.memfd_noexec.best_effort);
+    x.finish();
+  }
   o.boolean("loopback_up", spec.loopback_up);
   o.boolean("drop_capabilities", spec.drop_capabilities);
   o.unsigned_number("egress_port", spec.egress_port);

@@ -29,6 +29,14 @@ struct sandbox_spec {
   /// interpreter child loads it last and sends the listener over the
   /// control socket (castellan-worker --control-fd).
   notify_spec notify;
+  /// vm.memfd_noexec = 2 in the sandbox's pid namespace (its first process
+  /// writes it: worker_spec::memfd_noexec). PID 1 reads it back before it
+  /// mounts the sandbox's /proc; when `required` and it is not 2, the worker
+  /// ends (layer "exec") unless `best_effort`.
+  struct memfd_noexec_spec {
+    bool required = false;
+    bool best_effort = false;
+  } memfd_noexec;
   bool loopback_up = true;  ///< PID 1 brings lo up in its network namespace
   bool drop_capabilities = true;
   /// The egress relay (actors/proxy): when `egress_port` is not 0, PID 1

@@ -246,6 +246,7 @@ outcome<spawned_worker> spawn_worker(const worker_spec& spec,
     options.setup_capabilities = spec.setup_capabilities;
     options.die_with_parent = spec.die_with_parent;
     options.hostname = spec.hostname;
+    options.memfd_noexec = spec.memfd_noexec;
     options.fd_floor = floor;
     options.sibling = in_process != nullptr && in_process->sibling;
     if (in_process != nullptr)

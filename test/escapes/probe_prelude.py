@@ -16,3 +16,41 @@ def try_os(fn):
         return "ok"
     except OSError as e:
         return errname(e.errno)
+AT_EMPTY_PATH = 0x1000
+NR_execveat = 322  # x86_64
+def try_exec(run):
+    # Runs run() in a child, where it execs a program that prints "ran" on
+    # fd 1: "ok" when that program ran, else the errno name the child's
+    # first refused call answered.
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        try:
+            os.dup2(w, 1)
+            run()
+            os.write(w, b"returned")
+        except OSError as e:
+            os.write(w, errname(e.errno).encode())
+        finally:
+            os._exit(0)
+    os.close(w)
+    out = b""
+    while True:
+        chunk = os.read(r, 4096)
+        if not chunk:
+            break
+        out += chunk
+    os.close(r)
+    os.waitpid(pid, 0)
+    out = out.decode(errors="replace").strip()
+    return "ok" if out == "ran" else out
+def copy_to_memfd(path, flags=0):
+    # A memfd holding a copy of `path`, made executable if the kernel lets it.
+    fd = os.memfd_create("copy", flags)
+    os.write(fd, open(path, "rb").read())
+    try:
+        os.fchmod(fd, 0o755)
+    except OSError:
+        pass
+    return fd
+SHELL_RAN = ["dash", "-c", "echo ran"]

@@ -8,6 +8,8 @@
 #include <map>
 #include <sstream>
 
+#include <unistd.h>
+
 #include <nlohmann/json.hpp>
 
 #include "platform/linux/landlock.hpp"
@@ -152,6 +154,38 @@ print("children", children, "stopped_by", err)
   BOOST_TEST(std::stoi(kv["children"]) < 32);
   auto next = exec_code(pool, "import os\nprint(len(os.listdir('/proc')) < 40)");
   BOOST_TEST((next.error == error_class::ok));
+}
+
+BOOST_AUTO_TEST_CASE(no_memfd_can_be_executable) {
+  // vm.memfd_noexec = 2 in the worker's pid namespace: MFD_EXEC is refused,
+  // and every other memfd is sealed against exec (no x bit, none to add).
+  auto pool = make(test_pool(1));
+  auto r = exec_code(pool, R"PY(
+import ctypes, errno, os
+libc = ctypes.CDLL(None, use_errno=True)
+MFD_EXEC = 0x10
+print("mfd_exec", "ok" if libc.memfd_create(b"x", MFD_EXEC) >= 0 else errno.errorcode[ctypes.get_errno()])
+fd = os.memfd_create("y", 0)
+print("mode", oct(os.fstat(fd).st_mode & 0o777))
+try:
+    os.fchmod(fd, 0o755)
+    print("chmod ok")
+except OSError as e:
+    print("chmod", errno.errorcode[e.errno])
+)PY");
+  BOOST_TEST_MESSAGE(r.stdout_data << r.stderr_data);
+  BOOST_REQUIRE((r.error == error_class::ok));
+  auto j = nlohmann::json::parse(r.enforcement);
+  if (::geteuid() != 0) {
+    std::cout << "not root: vm.memfd_noexec is set only by a supervisor running as root\n";
+    BOOST_TEST(j["root"]["memfd_noexec"] != 2);
+    return;
+  }
+  BOOST_TEST(j["root"]["memfd_noexec"] == 2);
+  auto kv = key_values(r.stdout_data);
+  BOOST_TEST(kv["mfd_exec"] == "EACCES");
+  BOOST_TEST(kv["mode"] == "0o666");
+  BOOST_TEST(kv["chmod"] == "EPERM");
 }
 
 BOOST_AUTO_TEST_CASE(a_program_that_replaced_the_harness_names_no_layer) {

@@ -62,24 +62,32 @@ public:
 
   fs::path path(const std::string& rel) const { return root_ / rel; }
 
-  /// The default policy with the cgroup layer made best effort.
-  std::string write_best_effort_policy() const {
+  /// The default policy with the cgroup layer made best effort, and the
+  /// Landlock layer too unless `landlock_strict` (an unprivileged supervisor
+  /// cannot set vm.memfd_noexec, which the exec rules need besides Landlock).
+  std::string write_best_effort_policy(bool landlock_strict = false) const {
     std::ifstream in(root_ / "share/castellan/policies/default.json");
     auto doc = nlohmann::json::parse(in);
     doc["plugins"]["cgroups"] = {{"enabled", true}, {"best_effort", true}};
+    if (!landlock_strict)
+      doc["plugins"]["landlock"] = {{"enabled", true}, {"best_effort", true}};
     const auto file = root_ / "share/castellan/policies/rootless.json";
     std::ofstream(file) << doc.dump(2);
     fs::permissions(file, fs::perms(0644));
     return file.string();
   }
 
-  /// test/integration/data/mediated.json, its cgroup layer best effort: the
+  /// test/integration/data/mediated.json on the best-effort default policy
+  /// (a layer is best effort only when every merged policy says so): the
   /// supervisor decides calls without root.
   std::string write_mediated_policy() const {
+    write_best_effort_policy();
     std::ifstream in(fs::path(castellan::test::source_dir()) /
                      "test/integration/data/mediated.json");
     auto doc = nlohmann::json::parse(in);
+    doc["extends"] = {"rootless"};
     doc["plugins"]["cgroups"] = {{"enabled", true}, {"best_effort", true}};
+    doc["plugins"]["landlock"] = {{"enabled", true}, {"best_effort", true}};
     const auto file = root_ / "share/castellan/policies/mediated.json";
     std::ofstream(file) << doc.dump(2);
     fs::permissions(file, fs::perms(0644));
@@ -180,8 +188,29 @@ print(json.dumps({"pid": os.getpid(), "ppid": os.getppid(), "uid": os.getuid(),
   BOOST_TEST(report["cgroup"]["best_effort"] == true);
   BOOST_TEST(!report["cgroup"]["unavailable"].get<std::string>().empty());
   BOOST_TEST(report["landlock"]["enforced"] == true);
+  // Only a supervisor with the host's root uid can write the sysctl.
+  BOOST_TEST(report["root"]["memfd_noexec"] != 2);
   BOOST_TEST(report["seccomp"]["enforced"] == true);
   BOOST_TEST(report["seccomp"]["no_new_privs"] == true);
+}
+
+BOOST_AUTO_TEST_CASE(exec_rules_refuse_to_run_without_memfd_noexec) {
+  // An exec deny needs vm.memfd_noexec = 2, which no unprivileged process
+  // can set: with Landlock strict, the worker ends before Python runs and
+  // PID 1's status pipe names why.
+  require_unprivileged_user_namespaces();
+  staged_install inst;
+  const std::string policy = inst.write_best_effort_policy(true);
+  auto r = as_nobody({inst.path("bin/castellan").string(), "exec", "--json", "--policy", policy,
+                      "print(1)"});
+  BOOST_TEST(r.exit_code != 0);
+  auto j = nlohmann::json::parse(r.out);
+  BOOST_TEST(j["error_class"] == "worker_lost");
+  const std::string detail = j["detail"];
+  BOOST_TEST(detail.find("exited with 10 (sandbox: executable memfds could not be refused "
+                         "(vm.memfd_noexec)) before it was ready") != std::string::npos,
+             detail);
+  BOOST_TEST(j["stdout"] == "");
 }
 
 BOOST_AUTO_TEST_CASE(best_effort_cgroups_run_every_other_layer_and_say_so) {
