@@ -101,7 +101,10 @@ class Segment:
 
 
 class RingReader:
-    """Consumer of to_worker. Our head is authoritative; the tail is validated."""
+    """Consumer of to_worker. Our head is authoritative; the tail is validated.
+
+    A frame's bytes are zeroed in the ring before its space is released: the
+    ring never holds an earlier exec's code once the harness has taken it."""
 
     def __init__(self, data, capacity, head_word, tail_word):
         self._data = data
@@ -109,18 +112,41 @@ class RingReader:
         self._head_word = head_word
         self._tail_word = tail_word
         self._head = head_word[0]
+        self._zeros = b""
 
-    def _copy(self, pos, n):
+    def _copy(self, pos, n, into=None):
+        """`n` bytes from ring position `pos` (wrapping), as bytes, or into
+        the bytearray `into` (of length `n`)."""
         cap = self._capacity
         off = pos & (cap - 1)
         first = min(n, cap - off)
+        if into is not None:
+            into[0:first] = self._data[off:off + first]
+            if first < n:
+                into[first:n] = self._data[0:n - first]
+            return into
         if first == n:
             return bytes(self._data[off:off + n])
         return bytes(self._data[off:cap]) + bytes(self._data[0:n - first])
 
+    def _zero(self, pos, n):
+        """Overwrites `n` bytes from ring position `pos` (wrapping) with
+        zeros; the consumer owns them until it publishes its new head."""
+        if len(self._zeros) < n:
+            self._zeros = bytes(n)
+        cap = self._capacity
+        off = pos & (cap - 1)
+        first = min(n, cap - off)
+        zeros = memoryview(self._zeros)
+        self._data[off:off + first] = zeros[:first]
+        if first < n:
+            self._data[0:n - first] = zeros[:n - first]
+
     def read(self):
-        """The next frame as (type, request_id, payload bytes), or None when
-        the ring is empty. Raises WireError for anything impossible."""
+        """The next frame as (type, request_id, payload), or None when the
+        ring is empty. The payload of a CODE frame is a bytearray, so that
+        its reader can overwrite it once used (see scrub()); any other is
+        bytes. Raises WireError for anything impossible."""
         cap = self._capacity
         tail = self._tail_word[0]
         used = (tail - self._head) & MASK32
@@ -139,10 +165,22 @@ class RingReader:
             raise WireError(f"frame len {length} exceeds the {used} bytes published")
         if mtype not in SUPERVISOR_TYPES:
             raise WireError(f"frame type {mtype:#04x} is not one the supervisor sends")
-        payload = self._copy(self._head + FRAME_HEADER_SIZE, length - FRAME_MIN_LEN)
+        size = length - FRAME_MIN_LEN
+        if mtype == CODE:
+            payload = self._copy(self._head + FRAME_HEADER_SIZE, size, bytearray(size))
+        else:
+            payload = self._copy(self._head + FRAME_HEADER_SIZE, size)
+        self._zero(self._head, 4 + length)
         self._head = (self._head + 4 + length) & MASK32
         self._head_word[0] = self._head
         return mtype, request_id, payload
+
+
+def scrub(buffer):
+    """Overwrites a bytearray (a CODE payload, once used) with zeros, in
+    place: the bytes are gone from this process's heap, not just freed."""
+    if buffer:
+        memoryview(buffer)[:] = bytes(len(buffer))
 
 
 class RingWriter:
