@@ -43,6 +43,11 @@ outcome<void> apply_result_payload(std::string_view payload, exec_result& result
       return logic_failure("RESULT: refused is not a string");
     extras.refused = it->get<std::string>();
   }
+  if (auto it = doc.find("retire"); it != doc.end()) {
+    if (!it->is_string())
+      return logic_failure("RESULT: retire is not a string");
+    extras.retire = it->get<std::string>();
+  }
   if (auto it = doc.find("tightening"); it != doc.end()) {
     if (!it->is_object())
       return logic_failure("RESULT: tightening is not an object");

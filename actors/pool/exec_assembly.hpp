@@ -31,10 +31,14 @@ struct result_extras {
   std::optional<std::string> refused;
   /// What the exec's process applied, as a JSON object (compact text).
   std::optional<std::string> tightening;
+  /// The worker serves no further exec (fork mode: what an exec left could
+  /// not be put back): why. The pool replaces it.
+  std::optional<std::string> retire;
 };
 
-/// apply_result_payload, also reading `refused` (a string) and `tightening`
-/// (an object) into `extras`; either of the wrong type is a failure.
+/// apply_result_payload, also reading `refused` and `retire` (strings) and
+/// `tightening` (an object) into `extras`; any of the wrong type is a
+/// failure.
 outcome<void> apply_result_payload(std::string_view payload, exec_result& result,
                                    result_extras& extras);
 

@@ -87,6 +87,8 @@ struct worker_slot {
   uint64_t cpu_us = 0;  ///< CPU of all its execs so far (the telemetry counter)
   bool killed = false;  ///< we sent SIGKILL; waiting for the exit
   std::string stop_reason;
+  /// The worker said it serves no further exec (RESULT's `retire`): why.
+  std::optional<std::string> retire;
 };
 
 struct pool_state {
@@ -436,6 +438,12 @@ void complete(pool_ptr self, uint64_t id, worker_slot& slot) {
     terminate(self, id, slot, error_class::ok, 0, "replaced after an out-of-memory kill");
     return;
   }
+  // Fork mode: what the exec left (a process, a file it cannot remove) could
+  // not be put back, so the next exec would find it.
+  if (slot.retire) {
+    terminate(self, id, slot, error_class::ok, 0, "retired: " + *slot.retire);
+    return;
+  }
   if (st.cfg.recycle_after != 0 && slot.execs >= st.cfg.recycle_after) {
     terminate(self, id, slot, error_class::ok, 0, "recycled after " + std::to_string(slot.execs) +
                                                     " execs");
@@ -480,7 +488,10 @@ outcome<void> on_frame(pool_ptr self, uint64_t id, worker_slot& slot, ipc::frame
       if (auto ok = apply_result_payload(f.payload, current.result, extras); !ok)
         return ok;
       const bool narrowed = !current.req.tightening.empty();
-      if (extras.refused && !narrowed)
+      if (extras.retire)
+        slot.retire = std::move(extras.retire);
+      const bool retired_refusal = extras.refused && slot.retire && !extras.tightening;
+      if (extras.refused && !narrowed && !retired_refusal)
         return logic_failure("RESULT refuses a request that came without a tightening");
       if (extras.tightening && !narrowed)
         return logic_failure("RESULT reports a tightening the request did not have");
@@ -488,7 +499,14 @@ outcome<void> on_frame(pool_ptr self, uint64_t id, worker_slot& slot, ipc::frame
         // The code ran and nothing says it ran narrowed: a harness that
         // does not apply TIGHTEN frames. Fail closed: this worker goes.
         return logic_failure("RESULT of a tightened request does not confirm the tightening");
-      if (extras.refused) {
+      if (retired_refusal) {
+        // Cannot happen with this pool (it replaces a worker that retired
+        // before it sends another request), but the harness's own lock
+        // answers so: the code did not run.
+        current.result.error = error_class::worker_lost;
+        current.result.has_exception = false;
+        current.result.detail = "the worker refused to run the code: " + *extras.refused;
+      } else if (extras.refused) {
         // Like a layer a new worker cannot apply: the request is not run
         // with less than it asked for.
         current.result.error = error_class::worker_lost;
