@@ -27,7 +27,9 @@ segment's mapping and every fd of it); a child's output reaches it through
 the fd 1/2 pipes, which it drains while it waits for the zygote's answer.
 
 Exit codes: 0 after SHUTDOWN (or after the request in oneshot mode), 2 for a
-bad command line, 3 for a broken wire, 4 when the fork-mode zygote is gone.
+bad command line, 3 for a broken wire, 4 when the fork-mode zygote is gone,
+5 when the harness (or the zygote) cannot make itself non-dumpable, 6 when
+the fork-mode zygote cannot create the exec's Landlock ruleset.
 Nothing user code does is meant to end the harness except through the
 process itself (os._exit, signals) or, in fork mode, its zygote.
 """
@@ -71,6 +73,98 @@ def _preloader(name):
         except Exception:
             pass
     return step
+
+
+class _ExecDomain:
+    """The Landlock domain every fork-mode exec's process enters before its
+    code runs, nested in the worker's: the kernel then refuses that process
+    (and all it starts) ptrace-mode access (/proc/<pid>/mem, maps, environ,
+    fd) to every process outside it, that is the harness, the zygote and
+    PID 1, and, from ABI 6 on, signals to them and connections to abstract
+    unix sockets they bound. Each exec gets a domain of its own, so one exec
+    cannot reach a process another exec left behind either. It takes no file
+    system or network right away: the worker's own domain already decides
+    those (below ABI 6 it handles only making block devices, which nothing
+    in a sandbox may do anyway, so that there is a domain at all).
+
+    Once in it, the child is dumpable again: its own /proc/self works in
+    full, and the processes that could then reach it are those in its domain
+    (its own) and those outside it that serve it; another exec's processes
+    are in a sibling domain.
+
+    The zygote creates the ruleset once; the child restricts itself with it
+    and closes it before the code runs (landlock_restrict_self makes a new
+    domain each time). The ruleset has no rules and none can be added (it
+    handles no file-system right on ABI 6 and later). On a kernel without
+    Landlock there is no domain: `abi` is 0 and the children run without."""
+
+    _SYS_CREATE_RULESET = 444
+    _SYS_RESTRICT_SELF = 446
+    _CREATE_RULESET_VERSION = 1
+    _SCOPE_ABSTRACT_UNIX_SOCKET = 1
+    _SCOPE_SIGNAL = 2
+    _FS_MAKE_BLOCK = 1 << 11
+    _PR_SET_NO_NEW_PRIVS = 38
+    _PR_GET_NO_NEW_PRIVS = 39
+
+    def __init__(self):
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.syscall.restype = ctypes.c_long
+        self._libc = libc
+        self.fd = -1
+        abi = libc.syscall(ctypes.c_long(self._SYS_CREATE_RULESET), None, ctypes.c_long(0),
+                           ctypes.c_long(self._CREATE_RULESET_VERSION))
+        self.abi = max(abi, 0)
+        if self.abi == 0:
+            return
+        if self.abi >= 6:
+            attr = (ctypes.c_uint64 * 3)(0, 0, self._SCOPE_ABSTRACT_UNIX_SOCKET |
+                                         self._SCOPE_SIGNAL)
+        else:
+            attr = (ctypes.c_uint64 * 1)(self._FS_MAKE_BLOCK)
+        fd = libc.syscall(ctypes.c_long(self._SYS_CREATE_RULESET), ctypes.byref(attr),
+                          ctypes.c_long(ctypes.sizeof(attr)), ctypes.c_long(0))
+        if fd < 0:
+            err = ctypes.get_errno()
+            os.write(2, f"castellan-harness: fork mode: landlock_create_ruleset: "
+                        f"{os.strerror(err)}\n".encode())
+            os._exit(EXIT_NO_EXEC_DOMAIN)
+        self.fd = fd  # close-on-exec, as every Landlock ruleset fd
+        # The child's calls with their arguments built here (each object the
+        # child creates after the fork costs it a page copy). no_new_privs,
+        # which landlock_restrict_self needs without CAP_SYS_ADMIN, is set
+        # in a sandboxed worker already; otherwise the child sets it.
+        self._no_new_privs = None
+        if libc.prctl(self._PR_GET_NO_NEW_PRIVS, 0, 0, 0, 0) != 1:
+            self._no_new_privs = (ctypes.c_int(self._PR_SET_NO_NEW_PRIVS), ctypes.c_ulong(1),
+                                  ctypes.c_ulong(0), ctypes.c_ulong(0), ctypes.c_ulong(0))
+        self._restrict = (ctypes.c_long(self._SYS_RESTRICT_SELF), ctypes.c_long(fd),
+                          ctypes.c_long(0))
+        # Dumpable again, once in the domain: the exec's own /proc/self works
+        # in full (mem, environ), and of the processes outside its domain
+        # only those serving it (never another exec's) could use that.
+        self._dumpable = (ctypes.c_int(_PR_SET_DUMPABLE), ctypes.c_ulong(1), ctypes.c_ulong(0),
+                          ctypes.c_ulong(0), ctypes.c_ulong(0))
+
+    def enter(self):
+        """The exec's process, right after the fork: enters a new domain,
+        makes itself dumpable again (it inherited the zygote's non-dumpable
+        state; see the class doc) and closes the ruleset; exits (126)
+        without returning if it cannot. Without Landlock it stays
+        non-dumpable."""
+        if self.fd < 0:
+            return
+        libc = self._libc
+        if ((self._no_new_privs is not None and libc.prctl(*self._no_new_privs) != 0)
+                or libc.syscall(*self._restrict) != 0
+                or libc.prctl(*self._dumpable) != 0):
+            err = ctypes.get_errno()
+            try:
+                os.write(2, f"castellan: the exec's process cannot enter its own Landlock "
+                            f"domain: {os.strerror(err)}\n".encode())
+            finally:
+                os._exit(EXIT_NOT_RUN)
+        os.close(self.fd)
 
 
 def _freeze_shared_objects():
@@ -133,6 +227,40 @@ def warm_up():
 EXIT_USAGE = 2
 EXIT_BROKEN_WIRE = 3
 EXIT_ZYGOTE_LOST = 4
+EXIT_DUMPABLE = 5
+EXIT_NO_EXEC_DOMAIN = 6
+#: The exec's process, when it cannot enter its Landlock domain (its code
+#: never runs), and a request refused by a retired worker: the same status
+#: as a tightening that cannot be applied.
+EXIT_NOT_RUN = 126
+
+# prctl(2) options (include/uapi/linux/prctl.h).
+_PR_GET_DUMPABLE = 3
+_PR_SET_DUMPABLE = 4
+
+
+def _make_undumpable():
+    """Fork mode, the first step after the serving imports, in the harness
+    and again in the zygote (each is its own process; execve made the
+    harness dumpable again, and the zygote was forked before this step): a
+    process that is not dumpable has its /proc/<pid> entries owned by root,
+    and the kernel refuses ptrace-mode access to them (mem, maps, environ,
+    fd, the fds behind them) to any process without CAP_SYS_PTRACE, which no
+    process of the sandbox has. Runs before any user code exists; a process
+    that cannot make itself non-dumpable exits rather than serve.
+
+    Not in reuse mode: there the code runs in the harness itself, which has
+    nothing to hide from it, and would only lose its own /proc/self/mem and
+    environ (root-owned files of mode 0400/0600). The fork-mode exec's
+    process, which inherits the flag, makes itself dumpable again once it is
+    in its own Landlock domain (_ExecDomain.enter)."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    if (libc.prctl(_PR_SET_DUMPABLE, 0, 0, 0, 0) != 0
+            or libc.prctl(_PR_GET_DUMPABLE, 0, 0, 0, 0) != 0):
+        err = ctypes.get_errno()
+        os.write(2, f"castellan-harness: cannot make pid {os.getpid()} non-dumpable: "
+                    f"{os.strerror(err)}\n".encode())
+        os._exit(EXIT_DUMPABLE)
 
 #: Frames from these files are the harness's, never shown in a traceback, and
 #: never interrupted by KeyboardInterrupt (see Harness._on_sigint).
@@ -287,16 +415,23 @@ _REPORT = struct.Struct("<iiiii")
 #: that it is written at once, with nobody reading yet.
 _REPORT_MAX = 65536
 
-#: The harness to the zygote: the length of the code and of the TIGHTEN
-#: payload (0: none) that follow, in that order.
-_CODE_HEADER = struct.Struct("<II")
+#: The harness to the zygote: what to run (_RUN_CODE, or _RUN_COMMAND with
+#: a COMMAND payload: the argv, each argument NUL-terminated), the length of
+#: it and of the TIGHTEN payload (0: none) that follow, in that order.
+_CODE_HEADER = struct.Struct("<III")
+_RUN_CODE, _RUN_COMMAND = range(2)
 
 #: The zygote to the harness, per exec: the child's pid (0: none was forked;
 #: -1: fork failed, and the status is the errno), its wait status, the
 #: length of its report, what became of a tightening (one of the _TIGHTENED
-#: values) and the length of its text; then the report and the text.
-_ANSWER_HEADER = struct.Struct("<iiIII")
+#: values), the length of its text and the length of the reason the worker
+#: must retire (0: it need not); then the report, the text and the reason.
+_ANSWER_HEADER = struct.Struct("<iiIIII")
 _NOT_TIGHTENED, _TIGHTENED, _TIGHTEN_REFUSED = range(3)
+
+#: waitpid(2): children of any kind, also those that exit without SIGCHLD.
+_WALL = 0x40000000
+_PR_SET_CHILD_SUBREAPER = 36
 
 
 def _pack_report(exit_code, exception, exit_message, limit):
@@ -346,22 +481,35 @@ def _unpack_report(report):
     return exit_code, exception, texts[3]
 
 
-def _read_exact(fd, n):
-    """`n` bytes from a blocking fd, fewer only at EOF."""
-    chunks = []
-    while n > 0:
-        chunk = os.read(fd, min(n, 1 << 20))
-        if not chunk:
-            break
-        chunks.append(chunk)
-        n -= len(chunk)
-    return b"".join(chunks)
-
-
 def _write_all(fd, data):
     view = memoryview(data)
     while view:
         view = view[os.write(fd, view):]
+
+
+def _writev_all(fd, parts):
+    """Writes the buffers `parts` in order, as one writev when it can."""
+    views = [memoryview(p).cast("B") for p in parts if len(p)]
+    while views:
+        done = os.writev(fd, views)
+        while views and done >= len(views[0]):
+            done -= len(views[0])
+            views.pop(0)
+        if views and done:
+            views[0] = views[0][done:]
+
+
+def _readinto_exact(fd, view):
+    """Fills the writable memoryview `view` from a blocking fd; False at
+    EOF before it is full. Reads straight into it: no bytes object holds
+    what passed."""
+    done = 0
+    while done < len(view):
+        n = os.readv(fd, [view[done:]])
+        if n == 0:
+            return False
+        done += n
+    return True
 
 
 class Harness:
@@ -378,6 +526,10 @@ class Harness:
         self._retriggered = False
         self.child = None
         self.in_forked_child = False
+        #: Why this worker serves no further exec (fork mode: what an exec
+        #: left could not be put back), or None. Sent with every RESULT from
+        #: then on; the pool replaces a worker that says it.
+        self.retired = None
         # (request id, payload, parsed description or TighteningError) of a
         # TIGHTEN frame, until the CODE frame it announces arrives.
         self.pending_tighten = None
@@ -405,7 +557,7 @@ class Harness:
             # library (COMMAND output) and nothing of the preload. What the
             # code needs is the zygote's (_zygote_main).
             self._zygote_steps = (self._serving_steps, self._preload_steps)
-            self._serving_steps = [_import_serving_modules, self._load_libc]
+            self._serving_steps = [_import_serving_modules, _make_undumpable, self._load_libc]
             self._preload_steps = []
         self._snapshot_baseline()
         signal.signal(signal.SIGINT, self._on_sigint)
@@ -626,6 +778,8 @@ class Harness:
         """RESULT, with the exception's strings shortened until it fits one
         frame (a ring of 4 KiB still gets a readable result). `extra` adds
         fields (the tightening report, a refusal)."""
+        if self.retired is not None:
+            extra = dict(extra or {}, retire=self.retired)
         if exception is None and not extra:
             # What json.dumps gives for this body, without the encoder.
             self.wire.send(wire.RESULT, request_id,
@@ -810,7 +964,20 @@ class Harness:
         self.fork_poller.register(pidfd, select.POLLIN)
         self.fork_poller.register(answer_r, select.POLLIN)
 
-    def run_code_forked(self, request_id, source, tightening=None):
+    def run_command_forked(self, request_id, payload):
+        """A fork-mode COMMAND: run by a child of the zygote, like CODE, so
+        that it gets the same exec domain, the same subreaper and the same
+        clean-up afterwards."""
+        if not payload.endswith(b"\0"):
+            self.wire.broken("COMMAND payload does not end with a NUL byte")
+        if payload.startswith(b"\0"):
+            self.request_id = request_id
+            self._send_stderr("castellan: empty program name\n")
+            self.send_result(request_id, 127, None)
+            return
+        self.run_code_forked(request_id, payload, None, _RUN_COMMAND)
+
+    def run_code_forked(self, request_id, source, tightening=None, kind=_RUN_CODE):
         """The harness's side of a fork-mode CODE: the code (and the raw
         TIGHTEN payload) to the zygote, the child's fd 1/2 output to the
         wire while it runs, then RESULT from the zygote's answer."""
@@ -824,7 +991,10 @@ class Harness:
                 pumps[fd].forward(send=False)
         narrowing = b"" if tightening is None else tightening
         try:
-            _write_all(ctl_w, _CODE_HEADER.pack(len(source), len(narrowing)) + source + narrowing)
+            # No concatenation: a joined copy of the code would stay behind
+            # in this process's heap (the frame's own buffer is scrubbed).
+            _writev_all(ctl_w, [_CODE_HEADER.pack(kind, len(source), len(narrowing)), source,
+                                narrowing])
         except OSError:
             self._zygote_lost()
         answer = bytearray()
@@ -837,8 +1007,9 @@ class Harness:
                         self._zygote_lost()
                     answer += chunk
                     if len(answer) >= _ANSWER_HEADER.size:
-                        _, _, report_size, _, text_size = _ANSWER_HEADER.unpack_from(answer)
-                        need = _ANSWER_HEADER.size + report_size + text_size
+                        _, _, report_size, _, text_size, retire_size = \
+                            _ANSWER_HEADER.unpack_from(answer)
+                        need = _ANSWER_HEADER.size + report_size + text_size + retire_size
                 elif fd == zygote_pidfd:
                     self._zygote_lost()
                 else:
@@ -848,9 +1019,19 @@ class Harness:
         for fd, _ in poller.poll(0):
             if fd in pumps:
                 pumps[fd].forward()
-        child, status, report_size, narrowed, _ = _ANSWER_HEADER.unpack_from(answer)
-        report = answer[_ANSWER_HEADER.size:_ANSWER_HEADER.size + report_size]
-        text = bytes(answer[_ANSWER_HEADER.size + report_size:]).decode("utf-8", "replace")
+        child, status, report_size, narrowed, text_size, retire_size = \
+            _ANSWER_HEADER.unpack_from(answer)
+        start = _ANSWER_HEADER.size
+        report = answer[start:start + report_size]
+        start += report_size
+        text = bytes(answer[start:start + text_size]).decode("utf-8", "replace")
+        start += text_size
+        if retire_size:
+            # Whatever this exec's result, no later one may run here.
+            self.retired = bytes(answer[start:start + retire_size]).decode("utf-8", "replace")
+        if child == 0 and retire_size and narrowed == _NOT_TIGHTENED:
+            self._refuse_retired(request_id)
+            return
         if narrowed == _TIGHTEN_REFUSED:
             self._refuse(request_id, text)
             return
@@ -867,7 +1048,8 @@ class Harness:
         elif os.WIFSIGNALED(status):
             sig = os.WTERMSIG(status)
             exit_code = 128 + sig
-            exit_message = f"castellan: the exec's process was killed by signal {sig}\n"
+            if kind == _RUN_CODE:
+                exit_message = f"castellan: the exec's process was killed by signal {sig}\n"
         elif os.WIFEXITED(status):
             # os._exit() in the code: its status is the exec's exit code.
             exit_code = os.WEXITSTATUS(status)
@@ -887,6 +1069,11 @@ class Harness:
         # only, which the pool then replaces.
         self.diag("fork mode: the zygote is gone")
         os._exit(EXIT_ZYGOTE_LOST)
+
+    def _refuse_retired(self, request_id):
+        """RESULT for a request that did not run because the worker retired."""
+        self.send_result(request_id, EXIT_NOT_RUN, None,
+                         {"refused": f"this worker retired: {self.retired}"})
 
     def _refuse(self, request_id, reason):
         """RESULT for a request whose code did not run because its
@@ -932,6 +1119,25 @@ class Harness:
             # Do not fork children that could reach the wire.
             os._exit(EXIT_BROKEN_WIRE)
 
+    def _make_exec_domain(self):
+        """The ruleset of the Landlock domain each exec's process enters."""
+        self.exec_domain = _ExecDomain()
+
+    def _prepare_put_back(self):
+        """What _put_back needs: the zygote becomes the subreaper of every
+        process an exec starts, and the cleaner learns the sandbox's
+        writable mounts; the buffers code and reports pass through."""
+        libc = ctypes.CDLL(None, use_errno=True)
+        if libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0:
+            self._unclean = ("the zygote cannot become a subreaper: "
+                             f"{os.strerror(ctypes.get_errno())}")
+        sys.path.insert(0, _HERE)
+        try:
+            import castellan_clean
+        finally:
+            sys.path.remove(_HERE)
+        self.cleaner = castellan_clean.Cleaner(self.control_fd)
+
     def _prepare_children(self):
         """The zygote, once: the process state every child starts from, so
         that no child makes it (after a fork each page a process writes
@@ -966,8 +1172,14 @@ class Harness:
         serving, preload = self._zygote_steps
         # What a child needs before it may run: the imports serving needs,
         # the site directories, the C library, the wrapped open(), the state
-        # it starts from. The wire goes first.
-        serving = [_import_serving_modules, self._drop_wire_mapping] + [
+        # it starts from. Non-dumpable (the zygote was forked dumpable) and
+        # without the wire first.
+        self._unclean = None
+        self._code_header = bytearray(_CODE_HEADER.size)
+        self._code_buffer = bytearray(65536)
+        self._report_buffer = bytearray(_REPORT_MAX)
+        serving = [_import_serving_modules, _make_undumpable, self._drop_wire_mapping,
+                   self._make_exec_domain, self._prepare_put_back] + [
             step for step in serving if step is not _import_serving_modules
         ] + [self._prepare_children]
         preload = preload + [_freeze_shared_objects]
@@ -983,32 +1195,39 @@ class Harness:
                 serving.pop(0)()
             self._run_child(ctl_r, answer_w, *message)
 
-    @staticmethod
-    def _receive_code(ctl_r):
+    def _receive_code(self, ctl_r):
         """The next code and TIGHTEN payload from the harness (see
-        _CODE_HEADER), None at EOF."""
-        data = os.read(ctl_r, 65536)
-        while len(data) < _CODE_HEADER.size:
-            more = os.read(ctl_r, 65536)
-            if not more:
-                return None
-            data += more
-        code_size, narrowing_size = _CODE_HEADER.unpack_from(data)
-        need = _CODE_HEADER.size + code_size + narrowing_size
-        if len(data) < need:
-            rest = _read_exact(ctl_r, need - len(data))
-            if len(rest) != need - len(data):
-                return None
-            data += rest
-        start = _CODE_HEADER.size
-        return data[start:start + code_size], data[start + code_size:need]
+        _CODE_HEADER) as views of the zygote's code buffer, None at EOF.
+        Read straight into that buffer, which _run_child zeroes once the
+        exec is over: no other copy of the code is made in the zygote, whose
+        memory every later child starts from."""
+        header = self._code_header
+        if not _readinto_exact(ctl_r, memoryview(header)):
+            return None
+        kind, code_size, narrowing_size = _CODE_HEADER.unpack_from(header)
+        need = code_size + narrowing_size
+        if len(self._code_buffer) < need:
+            # A new, larger buffer (zeroed by the allocator); the old one was
+            # zeroed after its last use.
+            self._code_buffer = bytearray(max(need, 2 * len(self._code_buffer)))
+        view = memoryview(self._code_buffer)[:need]
+        if not _readinto_exact(ctl_r, view):
+            return None
+        return kind, view[:code_size], view[code_size:]
 
-    def _run_child(self, ctl_r, answer_w, source, narrowing):
+    def _run_child(self, ctl_r, answer_w, kind, source, narrowing):
         """One exec in the zygote: forks the child, waits for it only (a
         process it forked may outlive it, and makes the pool replace the
         worker), answers with its report. Kept to the bare calls: every page
         the zygote writes while the child lives is copied on a fault."""
         prepared = None
+        if self._unclean is not None:
+            # What an earlier exec left could not be put back: no code runs
+            # here any more (the harness stops sending any; this is the
+            # second lock).
+            self._scrub_code(source, narrowing)
+            self._answer(answer_w, 0, 0, b"", _NOT_TIGHTENED, "", self._unclean)
+            return
         if narrowing:
             # Built here, not in the child: every page the child touches is
             # copied, the zygote's are its own.
@@ -1016,6 +1235,7 @@ class Harness:
             try:
                 prepared = t.prepare(t.parse(narrowing))
             except t.TighteningError as e:
+                self._scrub_code(source, narrowing)
                 self._answer(answer_w, 0, 0, b"", _TIGHTEN_REFUSED, str(e))
                 return
         status_r = status_w = None
@@ -1033,6 +1253,7 @@ class Harness:
                     os.close(fd)
             if prepared is not None:
                 prepared.close()
+            self._scrub_code(source, narrowing)
             self._answer(answer_w, -1, e.errno or 0, b"", _NOT_TIGHTENED, "")
             return
         if pid == 0:
@@ -1043,6 +1264,9 @@ class Harness:
                 os.close(ctl_r)
                 os.close(answer_w)
                 os.close(report_r)
+                self.exec_domain.enter()  # exits unless it entered
+                if kind == _RUN_COMMAND:
+                    self._child_exec(source)  # never returns
                 if prepared is not None:
                     os.close(status_r)
                     tighten.in_child(prepared, status_w)  # exits unless all of it applied
@@ -1054,12 +1278,16 @@ class Harness:
             # No later exec's process may inherit the ruleset.
             prepared.close()
             os.close(status_w)
-        del source
         status = os.waitpid(pid, 0)[1]
+        # Zeroed once the child is gone (its pages are the zygote's alone
+        # again, so this copies nothing): the next child must not find them.
+        self._scrub_code(source, narrowing)
+        del source, narrowing
+        report = memoryview(self._report_buffer)
         try:
-            report = os.read(report_r, _REPORT_MAX)
+            report = report[:os.readv(report_r, [report])]
         except BlockingIOError:
-            report = b""  # it ended before it reported
+            report = report[:0]  # it ended before it reported
         os.close(report_r)
         narrowed, text = _NOT_TIGHTENED, ""
         if status_r is not None:
@@ -1069,19 +1297,77 @@ class Harness:
                 narrowed, text = _TIGHTEN_REFUSED, str(e)
             finally:
                 os.close(status_r)
-        self._answer(answer_w, pid, status, report, narrowed, text)
+        self._put_back()
+        try:
+            self._answer(answer_w, pid, status, report, narrowed, text, self._unclean)
+        finally:
+            report[:] = bytes(len(report))
+
+    def _scrub_code(self, source, narrowing):
+        """Zeroes the code buffer where this exec's code and TIGHTEN were."""
+        n = len(source) + len(narrowing)
+        memoryview(self._code_buffer)[:n] = bytes(n)
+
+    def _put_back(self):
+        """After the exec's process: reaps what it left (the zygote is their
+        subreaper, so every process the exec started ends up a child of the
+        zygote); with none left running, puts the worker back as the exec
+        found it (castellan_clean). Otherwise, or if that fails, the worker
+        is unclean for good: `_unclean` says why, and it goes to the harness
+        with this answer, which retires the worker."""
+        if self._unclean is not None:
+            return
+        while True:
+            try:
+                pid, _ = os.waitpid(-1, os.WNOHANG | _WALL)
+            except ChildProcessError:
+                break  # no process of the exec is left
+            if pid == 0:
+                self._unclean = "a process the exec started is still running"
+                return
+        self._unclean = self.cleaner.clean()
 
     @staticmethod
-    def _answer(answer_w, pid, status, report, narrowed, text):
+    def _answer(answer_w, pid, status, report, narrowed, text, retire=None):
         data = text.encode("utf-8", "backslashreplace")
-        _write_all(answer_w, _ANSWER_HEADER.pack(pid, status, len(report), narrowed, len(data)) +
-                   report + data)
+        reason = b"" if retire is None else retire.encode("utf-8", "backslashreplace")
+        _writev_all(answer_w, [_ANSWER_HEADER.pack(pid, status, len(report), narrowed, len(data),
+                                                   len(reason)), report, data, reason])
+
+    def _child_exec(self, payload):
+        """The forked child of a COMMAND: execs the program (found on PATH)
+        with fd 0 on /dev/null and fd 1/2 on the pipes the harness drains,
+        nothing else open, default SIGPIPE/SIGXFSZ (as subprocess leaves
+        them); a program that cannot be started is reported on fd 2 with 127
+        (not found) or 126, in the words run_command uses."""
+        argv = bytes(payload)[:-1].split(b"\0")
+        program = argv[0].decode("utf-8", "backslashreplace")
+        try:
+            if self.control_fd is not None:
+                os.set_inheritable(self.control_fd, False)
+            for signum in (signal.SIGPIPE, signal.SIGXFSZ):
+                signal.signal(signum, signal.SIG_DFL)
+            os.execvp(argv[0], argv)
+        except FileNotFoundError:
+            # The pool recognises this exact line (explain_missing_program in
+            # actors/pool/sandbox_profile.cpp).
+            message, code = f"castellan: {program}: No such file or directory\n", 127
+        except PermissionError:
+            message, code = f"castellan: {program}: Permission denied\n", 126
+        except BaseException as e:  # noqa: B902 — nothing may unwind into the zygote's code
+            reason = e.strerror if isinstance(e, OSError) and e.strerror else type(e).__name__
+            message, code = f"castellan: {program}: {reason}\n", 126
+        try:
+            os.write(2, message.encode("utf-8", "backslashreplace"))
+        finally:
+            os._exit(code)
 
     def _child_run(self, source, result_w):
         """The forked child: runs the code and reports (exit code, exception)
         on `result_w` (see _REPORT). Its stdout/stderr writers already go to
         fd 1/2 (in_forked_child), which the harness drains."""
         me = os.getpid()
+        source = bytes(source)  # this process's own copy (the view is the zygote's buffer)
         text = source.decode("utf-8", "replace")
         linecache.cache["<exec>"] = (len(text), None, text.splitlines(True), "<exec>")
         exit_code, exception, exit_message = self._execute(source, self.fork_main)
@@ -1157,6 +1443,8 @@ class Harness:
                 self._refuse(request_id, "only a CODE request in fork mode can be narrowed "
                              f"(this is a {'COMMAND' if mtype == wire.COMMAND else 'CODE'} "
                              f"request in {self.mode} mode)")
+            elif self.retired is not None and mtype in (wire.CODE, wire.COMMAND):
+                self._refuse_retired(request_id)
             elif tightening is not None and isinstance(tightening, tighten.TighteningError):
                 self._refuse(request_id, str(tightening))
             elif mtype == wire.CODE and self.mode == "fork":
@@ -1166,12 +1454,16 @@ class Harness:
                                      narrowing if tightening is not None else None)
             elif mtype == wire.CODE:
                 self.run_code(request_id, payload)
+            elif mtype == wire.COMMAND and self.mode == "fork":
+                self.run_command_forked(request_id, payload)
             elif mtype == wire.COMMAND:
                 self.run_command(request_id, payload)
             elif mtype == wire.SHUTDOWN:
                 os._exit(0)
             else:
                 self.wire.broken(f"unexpected frame type {mtype:#04x} with no check pending")
+            if mtype == wire.CODE:
+                wire.scrub(payload)
             if self.mode == "oneshot":
                 os._exit(0)
 

@@ -8,8 +8,10 @@
 #include <signal.h>
 
 #include <cstdlib>
+#include <fstream>
 #include <thread>
 
+#include "platform/linux/landlock.hpp"
 #include "worker_process.hpp"
 
 using namespace castellan;
@@ -23,12 +25,17 @@ struct fork_worker : worker_process {
   fork_worker() : worker_process({"--mode", "fork"}) {}
 };
 
-/// Waits (at most 10 s) until `pid` is gone.
-bool wait_gone(pid_t pid) {
-  for (int i = 0; i < 1000 && process_exists(pid); ++i)
-    std::this_thread::sleep_for(10ms);
-  return !process_exists(pid);
+/// The one child of `pid` (its children file lists its main thread's), or
+/// -1 when it has none or several.
+pid_t only_child_of(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/task/" + std::to_string(pid) + "/children");
+  pid_t child = -1, more = -1;
+  if (!(in >> child) || (in >> more))
+    return -1;
+  return child;
 }
+
+
 
 } // namespace
 
@@ -106,7 +113,10 @@ BOOST_AUTO_TEST_CASE(a_big_exception_is_cut_to_fit_the_report) {
 BOOST_AUTO_TEST_CASE(a_process_the_code_forked_does_not_hold_the_result_back) {
   fork_worker w;
   // The grandchild keeps fd 1/2 and every other inherited fd open for a
-  // minute; the exec ends when its own process ends.
+  // minute; the exec ends when its own process ends. It is still running
+  // when the exec's process is gone, so nothing can be put back for the
+  // next exec: the worker retires (the RESULT says why; the pool replaces
+  // it), and refuses the next exec without running it.
   auto r = w.run_code("import os, time\n"
                       "pid = os.fork()\n"
                       "if pid == 0:\n"
@@ -116,11 +126,16 @@ BOOST_AUTO_TEST_CASE(a_process_the_code_forked_does_not_hold_the_result_back) {
                       20s);
   require_complete(r);
   BOOST_TEST(r.result["exit_code"] == 0);
+  BOOST_TEST(r.result["retire"] == "a process the exec started is still running", r.result.dump());
   const pid_t grandchild = static_cast<pid_t>(std::atoi(r.out.c_str()));
   BOOST_REQUIRE(grandchild > 0);
   BOOST_TEST(process_exists(grandchild));
+  auto next = w.run_code("print('served')");
+  require_complete(next);
+  BOOST_TEST(next.out.empty(), next.out);
+  BOOST_TEST(next.result["exit_code"] == 126);
+  BOOST_TEST(contains(next.result.value("refused", ""), "this worker retired"), next.result.dump());
   ::kill(grandchild, SIGKILL);
-  BOOST_TEST(w.run_code("print('served')").out == "served\n");
 }
 
 BOOST_AUTO_TEST_CASE(output_written_after_an_exec_ended_goes_to_no_exec) {
@@ -135,10 +150,14 @@ BOOST_AUTO_TEST_CASE(output_written_after_an_exec_ended_goes_to_no_exec) {
   require_complete(r);
   const pid_t grandchild = static_cast<pid_t>(std::atoi(r.out.c_str()));
   BOOST_REQUIRE(grandchild > 0);
-  BOOST_REQUIRE(wait_gone(grandchild)); // it wrote, then ended
+  // It wrote, then ended (a zombie of the zygote, which no longer reaps:
+  // the worker retired when the exec's process ended before it).
+  for (int i = 0; i < 1000 && process_state(grandchild) != 'Z' && process_exists(grandchild); ++i)
+    std::this_thread::sleep_for(10ms);
   r = w.run_code("print('b')");
   require_complete(r);
-  BOOST_TEST(r.out == "b\n");
+  BOOST_TEST(r.out.empty(), r.out);
+  BOOST_TEST(contains(r.result.value("refused", ""), "this worker retired"), r.result.dump());
 }
 
 BOOST_AUTO_TEST_CASE(nothing_the_code_changes_reaches_the_next_exec) {
@@ -198,17 +217,82 @@ BOOST_AUTO_TEST_CASE(a_forged_report_is_not_believed) {
   BOOST_TEST(w.run_code("print('still')").out == "still\n");
 }
 
+BOOST_AUTO_TEST_CASE(the_code_cannot_signal_the_zygote_or_the_harness) {
+  fork_worker w;
+  if (platform::landlock_abi() < 6) {
+    BOOST_TEST_MESSAGE("skipped: Landlock ABI " << platform::landlock_abi()
+                                                << " has no signal scoping (6)");
+    return;
+  }
+  // The exec's process is in a Landlock domain of its own (nested in the
+  // worker's), scoped for signals: its parent and the harness are outside.
+  auto r = w.run_code("import os, signal\n"
+                      "for pid in (os.getppid(), " + std::to_string(w.harness_pid()) + "):\n"
+                      "    try:\n"
+                      "        os.kill(pid, signal.SIGKILL)\n"
+                      "        print('killed')\n"
+                      "    except PermissionError:\n"
+                      "        print('EPERM')\n");
+  require_complete(r);
+  BOOST_TEST(r.out == "EPERM\nEPERM\n", r.out << r.err);
+  BOOST_TEST(w.run_code("print('still')").out == "still\n");
+}
+
 BOOST_AUTO_TEST_CASE(killing_the_zygote_ends_the_worker_not_the_wire) {
   fork_worker w;
-  // The code's parent is the zygote. Without it the harness cannot run
-  // another exec: it exits (4) instead of answering, and the pool replaces
-  // the worker.
-  auto r = w.run_code("import os, signal\nos.kill(os.getppid(), signal.SIGKILL)\n", 20s);
+  BOOST_TEST(w.run_code("print(1)").out == "1\n");
+  // The zygote is the harness's only child. Without it the harness cannot
+  // run another exec: it exits (4) instead of answering, and the pool
+  // replaces the worker.
+  const pid_t zygote = only_child_of(w.harness_pid());
+  BOOST_REQUIRE(zygote > 0);
+  BOOST_REQUIRE(::kill(zygote, SIGKILL) == 0);
+  auto r = w.run_code("print(2)", 20s);
   BOOST_TEST(!r.complete);
   auto e = w.wait_exit(10s);
   BOOST_TEST(e.exited);
   BOOST_TEST(e.code == 4);
   BOOST_TEST(contains(w.diagnostics(), "the zygote is gone"), w.diagnostics());
+}
+
+BOOST_AUTO_TEST_CASE(the_exec_is_dumpable_again_in_its_own_domain) {
+  // The zygote is not dumpable (sandbox_tests checks it from the host); the
+  // exec's process, once in its own Landlock domain, is again, so that its
+  // own /proc/self works in full.
+  fork_worker w;
+  auto r = w.run_code("import ctypes, os\n"
+                      "print(ctypes.CDLL(None).prctl(3, 0, 0, 0, 0),\n"  // PR_GET_DUMPABLE
+                      "      len(open('/proc/self/environ', 'rb').read()) >= 0,\n"
+                      "      len(os.listdir('/proc/self/fd')) > 0)\n");
+  require_complete(r);
+  BOOST_TEST(r.out == "1 True True\n", r.out << r.err);
+}
+
+BOOST_AUTO_TEST_CASE(a_command_runs_in_a_child_of_the_zygote) {
+  fork_worker w;
+  auto argv = [](std::initializer_list<std::string> args) {
+    std::string out;
+    for (const auto& a : args)
+      out += a + '\0';
+    return out;
+  };
+  // Not in the harness: in a child of the zygote (its parent), with only
+  // stdio open.
+  auto r = w.run(ipc::message_type::command, 7,
+                 argv({"/bin/sh", "-c", "echo $PPID; /bin/ls /proc/self/fd; echo err >&2"}));
+  require_complete(r);
+  BOOST_TEST(r.result["exit_code"] == 0, r.result.dump());
+  const pid_t zygote = only_child_of(w.harness_pid());
+  BOOST_TEST(r.out == std::to_string(zygote) + "\n0\n1\n2\n3\n", r.out);
+  BOOST_TEST(r.err == "err\n");
+  r = w.run(ipc::message_type::command, 8, argv({"no-such-program"}));
+  require_complete(r);
+  BOOST_TEST(r.result["exit_code"] == 127);
+  BOOST_TEST(r.err == "castellan: no-such-program: No such file or directory\n", r.err);
+  r = w.run(ipc::message_type::command, 9, argv({"/bin/sh", "-c", "kill -9 $$"}));
+  require_complete(r);
+  BOOST_TEST(r.result["exit_code"] == 128 + SIGKILL);
+  BOOST_TEST(r.err.empty(), r.err);
 }
 
 BOOST_AUTO_TEST_SUITE_END()
