@@ -19,17 +19,20 @@ using namespace castellan;
 
 namespace {
 
+/// A pool of `size` workers under policies/strict.json, in `mode`.
 struct strict_pool : test::actor_system_fixture {
   pool_actor pool;
 
-  strict_pool() {
-    auto pc = test_pool(2);
+  explicit strict_pool(exec_mode mode = exec_mode::reuse, uint32_t size = 2,
+                       uint32_t recycle_after = 1) {
+    auto pc = test_pool(size);
     const std::string dir = test::source_dir() + "/policies";
     auto doc = policy::load_policy(dir + "/strict.json", dir);
     BOOST_REQUIRE_MESSAGE(doc, (doc ? "" : doc.to_failure().describe()));
     auto ok = apply_policy(*doc, pc);
     BOOST_REQUIRE_MESSAGE(ok, (ok ? "" : ok.error().describe()));
-    pc.recycle_after = 1; // every probe starts in a fresh worker
+    pc.mode = mode;
+    pc.recycle_after = recycle_after; // 1: every probe starts in a fresh worker
     pc.worker_stderr = std::getenv("CASTELLAN_WORKER_STDERR") != nullptr;
     auto p = spawn_pool(sys, pc);
     BOOST_REQUIRE_MESSAGE(p, (p ? "" : p.error().describe()));
@@ -37,16 +40,17 @@ struct strict_pool : test::actor_system_fixture {
   }
   ~strict_pool() { caf::anon_send(pool, shutdown_atom::value); }
 
-  /// Runs probes/NAME.py after probe_prelude.py; the result, and its
-  /// verdict in `verdict`.
-  exec_result probe(const std::string& name, std::string& verdict) {
+  /// Runs probes/NAME.py after probe_prelude.py (and `preamble`); the
+  /// result, and its verdict in `verdict`.
+  exec_result probe(const std::string& name, std::string& verdict,
+                    const std::string& preamble = "") {
     const std::string dir = test::source_dir() + "/test/escapes/";
     std::ifstream prelude(dir + "probe_prelude.py");
     std::ifstream in(dir + "probes/" + name + ".py");
     BOOST_REQUIRE_MESSAGE(prelude, "probe_prelude.py not found");
     BOOST_REQUIRE_MESSAGE(in, "probe " << name << " not found");
     std::ostringstream code;
-    code << prelude.rdbuf() << in.rdbuf();
+    code << prelude.rdbuf() << preamble << in.rdbuf();
     auto r = exec_code(pool, code.str());
     verdict.clear();
     const auto pos = r.stdout_data.rfind("verdict: ");
@@ -67,6 +71,31 @@ struct strict_pool : test::actor_system_fixture {
                                                   << r.detail << r.stderr_data);
     BOOST_TEST(expected.count(verdict) == 1u,
                name << ": verdict '" << verdict << "', expected " << *expected.begin());
+  }
+};
+
+/// One fork-mode worker (pool of 1, never recycled), so that consecutive
+/// probes run on the same worker: one exec's traces are looked for by the
+/// next, forked from the same zygote.
+struct fork_pool : strict_pool {
+  fork_pool() : strict_pool(exec_mode::fork, 1, 0) {}
+
+  /// Runs probes/NAME.py twice on the one worker, with PHASE = 1 (it plants
+  /// something, or reaches for the processes that serve the next exec) and
+  /// then PHASE = 2 (it looks); the second's verdict must be one of
+  /// `expected`, and both must have run on the same worker.
+  void expect_sequence(const std::string& name, const std::set<std::string>& expected) {
+    std::string first, second;
+    auto r1 = probe(name, first, "PHASE = 1\n");
+    BOOST_TEST_MESSAGE(name << " (first exec): " << r1.stdout_data << r1.stderr_data);
+    auto r2 = probe(name, second, "PHASE = 2\n");
+    BOOST_TEST((r2.error == error_class::ok), name << ": " << to_string(r2.error) << " "
+                                                   << r2.detail << r2.stderr_data);
+    BOOST_TEST(r1.worker_id == r2.worker_id,
+               name << ": the second exec ran on worker " << r2.worker_id << ", the first on "
+                    << r1.worker_id << " (the worker was replaced in between)");
+    BOOST_TEST(expected.count(second) == 1u,
+               name << ": verdict '" << second << "', expected " << *expected.begin());
   }
 };
 
@@ -172,5 +201,28 @@ BOOST_AUTO_TEST_CASE(memory_bomb) {
   BOOST_TEST(verdict.empty());
   expect("read_shadow", {"ENOENT"});
 }
+
+BOOST_AUTO_TEST_SUITE_END()
+
+// Fork mode: what one exec can reach of the processes that serve the next
+// (the harness, the zygote), and what it leaves for the next. Each runs on a
+// pool of one fork-mode worker that is never recycled.
+BOOST_FIXTURE_TEST_SUITE(fork_probes, fork_pool)
+
+// Both are not dumpable and outside the exec's Landlock domain: procfs
+// (hidepid=invisible) does not even show them.
+BOOST_AUTO_TEST_CASE(fork_proc_harness) { expect("fork_proc_harness", {"ENOENT"}); }
+BOOST_AUTO_TEST_CASE(fork_proc_zygote) { expect("fork_proc_zygote", {"ENOENT"}); }
+BOOST_AUTO_TEST_CASE(fork_ring_memfd) { expect("fork_ring_memfd", {"ENOENT"}); }
+BOOST_AUTO_TEST_CASE(fork_signal_zygote) {
+  expect("fork_signal_zygote", {platform::landlock_abi() >= 6 ? "EPERM" : "ok"});
+}
+BOOST_AUTO_TEST_CASE(fork_zygote_pipe) { expect_sequence("fork_zygote_pipe", {"own"}); }
+BOOST_AUTO_TEST_CASE(fork_memory_secret) { expect_sequence("fork_memory_secret", {"clean"}); }
+BOOST_AUTO_TEST_CASE(fork_tmp_files) { expect_sequence("fork_tmp_files", {"empty"}); }
+BOOST_AUTO_TEST_CASE(fork_tmp_attrs) { expect_sequence("fork_tmp_attrs", {"clean"}); }
+BOOST_AUTO_TEST_CASE(fork_sysv_ipc) { expect_sequence("fork_sysv_ipc", {"empty"}); }
+BOOST_AUTO_TEST_CASE(fork_stdio_flags) { expect_sequence("fork_stdio_flags", {"blocking"}); }
+BOOST_AUTO_TEST_CASE(fork_mqueue) { expect("fork_mqueue", {"EACCES"}); }
 
 BOOST_AUTO_TEST_SUITE_END()

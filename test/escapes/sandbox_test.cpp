@@ -4,6 +4,11 @@
 
 #include <boost/test/unit_test.hpp>
 
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
 #include <iostream>
 #include <map>
 #include <sstream>
@@ -66,6 +71,49 @@ print("ifaces", ",".join(sorted(n for _, n in socket.if_nameindex())))
   BOOST_TEST(kv["capeff"] == "0000000000000000");
   BOOST_TEST(kv["hostname"] == "castellan");
   BOOST_TEST(kv["ifaces"] == "lo");
+}
+
+BOOST_AUTO_TEST_CASE(fork_mode_serves_execs_from_processes_that_are_not_dumpable) {
+  auto pc = test_pool(1);
+  pc.mode = exec_mode::fork;
+  auto pool = make(pc);
+  // Seen from inside: the exec's process (pid 4, in its own Landlock domain)
+  // is dumpable, so the files of its /proc/self are its own uid's.
+  auto r = exec_code(pool, "import os\nprint(os.getpid(), os.stat('/proc/self/environ').st_uid)\n");
+  BOOST_REQUIRE_MESSAGE((r.error == error_class::ok), r.detail << r.stderr_data);
+  BOOST_TEST(r.stdout_data == "4 1000\n");
+  // Seen from the host: the worker is a child of this process (of one of
+  // its threads); its init's child is the harness, whose child is the
+  // zygote. The files of a process that is not dumpable in /proc/<pid> are
+  // owned by root; a dumpable one's by the worker's uid.
+  auto children = [](pid_t pid, const std::string& tid) {
+    std::vector<pid_t> out;
+    std::ifstream in("/proc/" + std::to_string(pid) + "/task/" + tid + "/children");
+    for (pid_t c; in >> c;)
+      out.push_back(c);
+    return out;
+  };
+  auto owner = [](pid_t pid) {
+    struct stat st {};
+    return ::stat(("/proc/" + std::to_string(pid) + "/environ").c_str(), &st) == 0
+             ? st.st_uid
+             : static_cast<uid_t>(-1);
+  };
+  int found = 0;
+  for (const auto& task : std::filesystem::directory_iterator("/proc/self/task")) {
+    for (const pid_t init : children(::getpid(), task.path().filename().string())) {
+      const auto harness = children(init, std::to_string(init));
+      if (harness.size() != 1)
+        continue;
+      const auto zygote = children(harness[0], std::to_string(harness[0]));
+      if (zygote.size() != 1)
+        continue;
+      ++found;
+      for (const pid_t pid : {init, harness[0], zygote[0]})
+        BOOST_TEST(owner(pid) == 0u, "pid " << pid << " is owned by " << owner(pid));
+    }
+  }
+  BOOST_TEST(found == 1);
 }
 
 BOOST_AUTO_TEST_CASE(every_result_carries_the_enforcement_report) {

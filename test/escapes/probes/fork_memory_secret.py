@@ -1,0 +1,33 @@
+# Fork mode, two execs on one worker. The first builds a secret, prints it
+# and raises it; its source also differs from the second's (the runner puts
+# "PHASE = 1" or "PHASE = 2" before this text). The second, forked from the
+# same zygote, searches all of its own memory (what it inherited) for the
+# secret and for the first exec's source. Neither is ever built in one piece
+# by the second exec: it looks for a first half followed by a second.
+PAIRS = [("castellan-secret-", "5f0d7c2a9e41b8"), ("PHASE = ", "1\n# Fork mode, two execs")]
+if PHASE == 1:
+    secret = PAIRS[0][0] + PAIRS[0][1]
+    print(secret)
+    raise RuntimeError(secret)
+found = []
+maps = open("/proc/self/maps").read().splitlines()
+with open("/proc/self/mem", "rb", buffering=0) as mem:
+    for line in maps:
+        fields = line.split()
+        if "r" not in fields[1] or (len(fields) > 5 and fields[5] in ("[vvar]", "[vsyscall]")):
+            continue
+        lo, hi = (int(x, 16) for x in fields[0].split("-"))
+        try:
+            mem.seek(lo)
+            data = mem.read(hi - lo)
+        except (OSError, OverflowError, ValueError):
+            continue
+        for n, (a, b) in enumerate(PAIRS):
+            a, b = a.encode(), b.encode()
+            i = data.find(a)
+            while i >= 0:
+                if data[i + len(a):i + len(a) + len(b)] == b:
+                    found.append(("secret", "code")[n])
+                i = data.find(a, i + 1)
+        del data
+verdict("clean" if not found else "found:" + ",".join(sorted(set(found))))
