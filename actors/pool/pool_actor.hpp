@@ -60,7 +60,9 @@ using worker_state_listener = caf::typed_actor<caf::reacts_to<worker_state_event
 /// state on purpose are another feature).
 enum class exec_mode : uint8_t {
   reuse, ///< the warm interpreter runs each exec in a fresh globals namespace (fastest)
-  fork,  ///< a warm, pre-imported zygote forks a clean child per exec: nothing leaks
+  fork,  ///< a warm, pre-imported zygote forks a clean child per exec, in a Landlock
+         ///< domain of its own, and puts /tmp, /dev/shm and IPC back after it
+         ///< (docs/security.md: what execs still share)
 };
 
 /// "reuse" / "fork".

@@ -72,7 +72,8 @@ void add_common_flags(CLI::App* cmd, exec_options& o) {
     ->check(CLI::IsMember({"sandbox", "none"}));
   cmd->add_option("--mode", o.mode,
                   "reuse (default: the warm interpreter, fresh globals per exec) or fork (a "
-                  "child forked from the warm interpreter per exec: nothing leaks between execs)")
+                  "child forked from the warm interpreter per exec, in its own Landlock domain; "
+                  "/tmp, /dev/shm and System V IPC emptied after each; docs/security.md)")
     ->check(CLI::IsMember({"reuse", "fork"}));
   cmd->add_flag("--warm-start", o.warm_start,
                 "Start sandboxed workers from a warm launcher (the interpreter and harness "
