@@ -205,6 +205,20 @@ def _import_tighten():
     return tighten
 
 
+def _import_clean():
+    """castellan_clean, for the fork-mode zygote: imported from the
+    harness's own directory, or already imported (by castellan-launcher's
+    warm_up, whose directory is the host's, not the sandbox's)."""
+    module = sys.modules.get("castellan_clean")
+    if module is None:
+        sys.path.insert(0, _HERE)
+        try:
+            import castellan_clean as module
+        finally:
+            sys.path.remove(_HERE)
+    return module
+
+
 def warm_up():
     """castellan-launcher's start-up (worker/warm_interpreter.cpp): what a
     worker would load after READY, loaded once in the launcher, whose forks
@@ -219,6 +233,7 @@ def warm_up():
                  "traceback") + PRELOAD:
         _preloader(name)()
     _import_tighten()
+    _import_clean()
     _freeze_shared_objects()
     if "threading" in sys.modules:
         raise RuntimeError("warm_up: threading was imported; its after-fork hook would "
@@ -1098,14 +1113,20 @@ class Harness:
     def _close_all_but(keep):
         """Closes every fd not in `keep`: the zygote holds nothing of the
         wire (the segment's fd, mmap's own duplicate of it, the doorbells),
-        nor the pipes' read ends, nor anything else the harness opened."""
-        for name in os.listdir("/proc/self/fd"):
-            fd = int(name)
-            if fd not in keep:
-                try:
-                    os.close(fd)
-                except OSError:
-                    pass  # the directory's own fd, already gone
+        nor the pipes' read ends, nor anything else the harness opened.
+        With close_range, not by listing /proc/self/fd: a worker started
+        warm is not dumpable from its start, and where the supervisor
+        decides opens it would open that directory for the zygote as the
+        worker's uid, which a non-dumpable process's fd directory (root's,
+        mode 0500) refuses."""
+        low = 0
+        for fd in sorted(keep) + [None]:
+            if fd is None:
+                os.closerange(low, 1 << 20)
+            elif fd > low:
+                os.closerange(low, fd)
+            if fd is not None:
+                low = max(low, fd + 1)
 
     def _drop_wire_mapping(self):
         """The zygote's first step: unmaps the segment (the harness's
@@ -1131,12 +1152,7 @@ class Harness:
         if libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0:
             self._unclean = ("the zygote cannot become a subreaper: "
                              f"{os.strerror(ctypes.get_errno())}")
-        sys.path.insert(0, _HERE)
-        try:
-            import castellan_clean
-        finally:
-            sys.path.remove(_HERE)
-        self.cleaner = castellan_clean.Cleaner(self.control_fd)
+        self.cleaner = _import_clean().Cleaner(self.control_fd)
 
     def _prepare_children(self):
         """The zygote, once: the process state every child starts from, so
