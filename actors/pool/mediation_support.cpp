@@ -3,6 +3,8 @@
 #include <fcntl.h>
 #include <linux/openat2.h>
 #include <sys/stat.h>
+#include <linux/magic.h>
+#include <sys/statfs.h>
 #include <sys/statvfs.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -252,6 +254,30 @@ mode_t umask_of(pid_t tid) {
   if (line == nullptr)
     return 077;
   return static_cast<mode_t>(std::strtoul(line + 7, nullptr, 8) & 0777);
+}
+
+bool other_process_proc_entry(int fd, const std::string& canon, pid_t tid) {
+  struct statfs fs {};
+  if (::fstatfs(fd, &fs) != 0 || fs.f_type != PROC_SUPER_MAGIC)
+    return false;
+  constexpr std::string_view prefix = "/proc/";
+  if (canon.compare(0, prefix.size(), prefix) != 0)
+    return false;
+  const std::size_t end = canon.find('/', prefix.size());
+  const std::string number =
+      canon.substr(prefix.size(), end == std::string::npos ? std::string::npos : end - prefix.size());
+  if (number.empty() || number.find_first_not_of("0123456789") != std::string::npos ||
+      number.size() > 9)
+    return false; // not a process's directory
+  const long n = std::strtol(number.c_str(), nullptr, 10);
+  const std::string file = "/proc/" + std::to_string(tid) + "/status";
+  unique_fd status(::open(file.c_str(), O_RDONLY | O_CLOEXEC));
+  char buf[4096];
+  const ssize_t got = status ? ::read(status.get(), buf, sizeof buf - 1) : -1;
+  if (got <= 0)
+    return true;
+  buf[got] = '\0';
+  return n != innermost(buf, "\nNStgid:") && n != innermost(buf, "\nNSpid:");
 }
 
 policy_event make_event(const char* kind, const char* syscall, std::string target,

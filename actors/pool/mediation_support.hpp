@@ -56,6 +56,15 @@ policy::decision rules_only(const policy::decision& d);
 /// The caller's umask (/proc/<tid>/status), 077 when it cannot be read.
 mode_t umask_of(pid_t tid);
 
+/// Whether `fd`, resolved in a worker's root at `canon`, is an entry of the
+/// sandbox's procfs that belongs to a process other than the caller `tid`
+/// (`/proc/<N>/…` with N neither its thread group's nor its own number in
+/// the sandbox). The supervisor must not open those for it: it would pass
+/// the kernel's ptrace-mode checks with its own rights (hidepid, a process
+/// that is not dumpable, another Landlock domain) where the caller fails
+/// them. True also when the caller's numbers cannot be read.
+bool other_process_proc_entry(int fd, const std::string& canon, pid_t tid);
+
 policy_event make_event(const char* kind, const char* syscall, std::string target,
                         policy::action verdict, std::string_view rule, pid_t pid);
 

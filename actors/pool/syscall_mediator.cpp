@@ -636,6 +636,10 @@ void syscall_mediator::decide_open(mediated_worker& w, call& c, mediation_result
     std::string canon;
     if (int err = fd_path(opath.get(), canon); err != 0)
       return fail(err);
+    // Another process's /proc entries: what hidepid answers the caller
+    // when the kernel's own checks refuse it (this thread would pass them).
+    if (other_process_proc_entry(opath.get(), canon, n.pid))
+      return fail(ENOENT);
     const bool dir = S_ISDIR(st.st_mode);
     pol::fs_access perms = 0;
     if (o_path || acc == O_RDONLY)

@@ -24,10 +24,11 @@ struct strict_pool : test::actor_system_fixture {
   pool_actor pool;
 
   explicit strict_pool(exec_mode mode = exec_mode::reuse, uint32_t size = 2,
-                       uint32_t recycle_after = 1) {
+                       uint32_t recycle_after = 1,
+                       const std::string& policy_file = "/policies/strict.json") {
     auto pc = test_pool(size);
     const std::string dir = test::source_dir() + "/policies";
-    auto doc = policy::load_policy(dir + "/strict.json", dir);
+    auto doc = policy::load_policy(test::source_dir() + policy_file, dir);
     BOOST_REQUIRE_MESSAGE(doc, (doc ? "" : doc.to_failure().describe()));
     auto ok = apply_policy(*doc, pc);
     BOOST_REQUIRE_MESSAGE(ok, (ok ? "" : ok.error().describe()));
@@ -78,7 +79,8 @@ struct strict_pool : test::actor_system_fixture {
 /// probes run on the same worker: one exec's traces are looked for by the
 /// next, forked from the same zygote.
 struct fork_pool : strict_pool {
-  fork_pool() : strict_pool(exec_mode::fork, 1, 0) {}
+  explicit fork_pool(const std::string& policy_file = "/policies/strict.json")
+    : strict_pool(exec_mode::fork, 1, 0, policy_file) {}
 
   /// Runs probes/NAME.py twice on the one worker, with PHASE = 1 (it plants
   /// something, or reaches for the processes that serve the next exec) and
@@ -224,5 +226,15 @@ BOOST_AUTO_TEST_CASE(fork_tmp_attrs) { expect_sequence("fork_tmp_attrs", {"clean
 BOOST_AUTO_TEST_CASE(fork_sysv_ipc) { expect_sequence("fork_sysv_ipc", {"empty"}); }
 BOOST_AUTO_TEST_CASE(fork_stdio_flags) { expect_sequence("fork_stdio_flags", {"blocking"}); }
 BOOST_AUTO_TEST_CASE(fork_mqueue) { expect("fork_mqueue", {"EACCES"}); }
+
+/// A fork-mode pool whose policy has opens the supervisor decides (and
+/// performs for the worker): test/integration/data/mediated.json.
+struct mediated_fork_pool : fork_pool {
+  mediated_fork_pool() : fork_pool("/test/integration/data/mediated.json") {}
+};
+
+BOOST_FIXTURE_TEST_CASE(fork_mediated_proc, mediated_fork_pool) {
+  expect("fork_mediated_proc", {"ENOENT"});
+}
 
 BOOST_AUTO_TEST_SUITE_END()
