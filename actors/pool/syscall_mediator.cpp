@@ -45,6 +45,32 @@ constexpr pol::fs_access file_perms =
 
 constexpr pol::fs_access refer_perm = pol::to_access(pol::fs_perm::refer);
 
+/// The interpreter a script at `path` (inside the worker's root) names on
+/// its #! line, as the kernel reads it (the first line of at most the first
+/// 256 bytes, the word after "#!"); "" for anything else. Only a regular
+/// file is opened, and without waiting (no FIFO can hold this thread).
+std::string script_interpreter(int root, const std::string& path) {
+  unique_fd opath(open_in_root(root, path, O_PATH | O_CLOEXEC));
+  struct stat st;
+  if (!opath || ::fstat(opath.get(), &st) != 0 || !S_ISREG(st.st_mode))
+    return {};
+  const std::string self = "/proc/self/fd/" + std::to_string(opath.get());
+  unique_fd file(::open(self.c_str(), O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC));
+  if (!file)
+    return {};
+  char buf[256];
+  const ssize_t n = ::pread(file.get(), buf, sizeof buf, 0);
+  if (n < 3 || buf[0] != '#' || buf[1] != '!')
+    return {};
+  std::string_view line(buf + 2, static_cast<std::size_t>(n) - 2);
+  line = line.substr(0, line.find('\n'));
+  const auto start = line.find_first_not_of(" \t");
+  if (start == std::string_view::npos)
+    return {};
+  line = line.substr(start);
+  return std::string(line.substr(0, line.find_first_of(" \t")));
+}
+
 bool is_harness_path(const std::string& path) {
   const std::string_view dir = sandbox_harness_dir;
   return path.compare(0, dir.size(), dir) == 0 &&
@@ -733,17 +759,35 @@ void syscall_mediator::decide_exec(mediated_worker& w, call& c, mediation_result
   } else if (int err = absolute(n.pid, dirfd, *path, abs); err != 0) {
     return fail(err);
   }
-  const std::string lexical = normalise(abs);
-  pol::decision d = rules_only(policy_->check_exec(lexical));
-  std::string target = lexical;
-  unique_fd opath(open_in_root(w.root.get(), abs, O_PATH | O_CLOEXEC));
-  std::string canon;
-  if (opath && fd_path(opath.get(), canon) == 0 && canon != lexical) {
-    const auto dc = rules_only(policy_->check_exec(canon));
-    if (static_cast<int>(dc.verdict) > static_cast<int>(d.verdict)) {
-      d = dc;
-      target = canon;
-    }
+  pol::decision d;
+  std::string target;
+  // The program, lexically and resolved in the root (the more restrictive
+  // wins); then, for a script, the interpreter its #! line names, which the
+  // kernel starts as a program too (up to four levels, as the kernel).
+  auto consider = [&](const std::string& program) {
+    const std::string lexical = normalise(program);
+    auto weigh = [&](const std::string& p) {
+      const auto dp = rules_only(policy_->check_exec(p));
+      if (target.empty() || static_cast<int>(dp.verdict) > static_cast<int>(d.verdict)) {
+        d = dp;
+        target = p;
+      }
+    };
+    weigh(lexical);
+    unique_fd opath(open_in_root(w.root.get(), program, O_PATH | O_CLOEXEC));
+    std::string canon;
+    if (opath && fd_path(opath.get(), canon) == 0 && canon != lexical)
+      weigh(canon);
+  };
+  consider(abs);
+  std::string script = abs;
+  for (int depth = 0; depth < 4 && d.verdict != pol::action::deny; ++depth) {
+    const std::string interpreter = script_interpreter(w.root.get(), script);
+    std::string next;
+    if (interpreter.empty() || absolute(n.pid, AT_FDCWD, interpreter, next) != 0)
+      break;
+    consider(next);
+    script = next;
   }
   if (d.verdict == pol::action::deny)
     return deny(c, target, d);

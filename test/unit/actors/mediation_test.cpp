@@ -5,9 +5,12 @@
 
 #include <boost/test/unit_test.hpp>
 
+#include <sys/stat.h>
+
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <fstream>
 #include <string>
 #include <utility>
 
@@ -72,6 +75,9 @@ bool listed(const platform::notify_spec& spec, const std::string& name) {
   return std::count(spec.syscalls.begin(), spec.syscalls.end(), name) == 1;
 }
 
+/// A shell script next to the native probe (its directory is bound).
+std::string shebang_script() { return test::build_dir() + "/test-bin/castellan-shebang.sh"; }
+
 struct mediated_pool : test::actor_system_fixture {
   pool_actor pool;
 
@@ -94,6 +100,11 @@ struct mediated_pool : test::actor_system_fixture {
     ex.verdict = policy::action::allow;
     ex.path = probe_binary();
     doc->exec_rules.push_back(ex);
+    // A script the policy allows, whose #! names the denied shell.
+    ex.path = shebang_script();
+    doc->exec_rules.push_back(ex);
+    std::ofstream(shebang_script()) << "#!/bin/sh\necho ran\n";
+    ::chmod(shebang_script().c_str(), 0755);
     auto ok = apply_policy(*doc, pc);
     BOOST_REQUIRE_MESSAGE(ok, (ok ? "" : ok.error().describe()));
     // A build below /tmp: rules there speak of the sandbox's own /tmp and
@@ -236,6 +247,18 @@ print('still here')
   auto next = exec_code(pool, "print('again')");
   BOOST_TEST(next.stdout_data == "again\n");
   BOOST_TEST(next.worker_id == r.worker_id); // the same worker: denials never kill
+}
+
+BOOST_FIXTURE_TEST_CASE(a_script_whose_interpreter_is_denied_is_refused, mediated_pool) {
+  // The script is allowed, but the kernel would start its #! interpreter,
+  // the denied /bin/sh, as a program: the exec is refused naming it.
+  auto r = run({shebang_script()});
+  BOOST_TEST((r.error == error_class::ok), to_string(r.error) << " " << r.detail);
+  BOOST_TEST(r.stdout_data.find("ran") == std::string::npos, r.stdout_data);
+  const auto* e = find_event(r, "syscall_denied", "/bin/sh");
+  BOOST_REQUIRE(e != nullptr);
+  BOOST_TEST(e->rule == "/exec/rules/2"); // after the two of default.json it extends
+  BOOST_TEST(e->syscall == "execve");
 }
 
 BOOST_FIXTURE_TEST_CASE(an_optimistic_read_of_a_denied_path_kills_the_worker, mediated_pool) {
