@@ -28,6 +28,7 @@
 ///     anti-escape filter and the namespaces bound the rest.
 
 #include <fcntl.h>
+#include <sched.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -42,8 +43,10 @@
 #include <string>
 #include <vector>
 
+#include <spdlog/spdlog.h>
+
+#include "actors/pool/mediation_privileges.hpp"
 #include "actors/pool/mediation_support.hpp"
-#include "platform/linux/process_memory.hpp"
 
 namespace castellan {
 
@@ -51,10 +54,6 @@ namespace {
 
 namespace pol = policy;
 using namespace mediation;
-
-#ifndef PIDFD_THREAD
-#define PIDFD_THREAD O_EXCL
-#endif
 
 /// At most this many messages of one sendmmsg are looked at (the kernel's
 /// own bound, UIO_MAXIOV).
@@ -69,22 +68,6 @@ constexpr std::size_t max_passed_fds = 253;
 /// sin6_scope_id).
 constexpr socklen_t min_in6_length = 24;
 
-/// A duplicate of the caller's fd `fd`: the object it names now. 0 or an
-/// errno (EBADF when the caller has no such fd).
-int dup_from_caller(pid_t tid, int fd, unique_fd& out) {
-  long pidfd = ::syscall(SYS_pidfd_open, tid, PIDFD_THREAD);
-  if (pidfd < 0)
-    pidfd = ::syscall(SYS_pidfd_open, tid, 0);
-  if (pidfd < 0)
-    return errno == ESRCH ? ESRCH : errno;
-  unique_fd process(static_cast<int>(pidfd));
-  const long dup = ::syscall(SYS_pidfd_getfd, process.get(), fd, 0);
-  if (dup < 0)
-    return errno;
-  out.reset(static_cast<int>(dup));
-  return 0;
-}
-
 int socket_type(int sock) {
   int type = 0;
   socklen_t len = sizeof type;
@@ -93,15 +76,11 @@ int socket_type(int sock) {
   return type;
 }
 
-/// Whether the caller's fd `fd` is close-on-exec (/proc/<tid>/fdinfo).
-bool caller_cloexec(pid_t tid, int fd) {
-  const std::string path = "/proc/" + std::to_string(tid) + "/fdinfo/" + std::to_string(fd);
-  unique_fd info(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+/// Whether the caller's fd `fd` is close-on-exec (its fdinfo).
+bool caller_cloexec(mediated_caller& who, int fd) {
   char buf[512];
-  const ssize_t n = info ? ::read(info.get(), buf, sizeof buf - 1) : -1;
-  if (n <= 0)
+  if (who.read_small("fdinfo/" + std::to_string(fd), buf, sizeof buf) <= 0)
     return true;
-  buf[n] = '\0';
   const char* flags = std::strstr(buf, "flags:");
   return flags == nullptr || (std::strtoul(flags + 6, nullptr, 8) & O_CLOEXEC) != 0;
 }
@@ -159,7 +138,7 @@ namespace {
 
 /// Copies an address of `len` bytes at `addr`. 0, or an errno to answer;
 /// `out.length` 0 when the length can name no family.
-int copy_address(pid_t pid, uint64_t addr, uint64_t len, mediated_address& out) {
+int copy_address(mediated_caller& who, uint64_t addr, uint64_t len, mediated_address& out) {
   if (static_cast<int64_t>(static_cast<int32_t>(len)) < 0 || len > sizeof out.storage)
     return EINVAL;
   out.length = static_cast<socklen_t>(len);
@@ -167,9 +146,8 @@ int copy_address(pid_t pid, uint64_t addr, uint64_t len, mediated_address& out) 
     out.length = 0;
     return 0;
   }
-  platform::process_memory mem(pid);
-  if (!mem.read(addr, &out.storage, out.length))
-    return EFAULT;
+  if (auto ok = who.read(addr, &out.storage, out.length); !ok)
+    return ok.error().code == ESRCH ? ESRCH : EFAULT;
   return 0;
 }
 
@@ -210,7 +188,7 @@ bool syscall_mediator::admit_ip(call& c, int sock, const mediated_address& a) {
   const pol::decision as_udp = rules_only(policy_->check_net(pol::net_proto::udp, ip, port));
   if (as_udp != d || d.verdict != pol::action::allow) {
     unique_fd dup;
-    if (int err = dup_from_caller(c.n.pid, sock, dup); err != 0) {
+    if (int err = c.caller.dup_fd(sock, dup); err != 0) {
       c.fail(err);
       return false;
     }
@@ -238,7 +216,7 @@ void syscall_mediator::decide_connect_or_bind(mediated_worker&, call& c, mediati
   const bool bind = n.nr == SYS_bind;
   const int sock = static_cast<int>(n.args[0]);
   mediated_address a;
-  if (int err = copy_address(n.pid, n.args[1], n.args[2], a); err != 0)
+  if (int err = copy_address(c.caller, n.args[1], n.args[2], a); err != 0)
     return c.fail(err);
   if (!c.still_waiting())
     return c.gone();
@@ -268,9 +246,8 @@ void syscall_mediator::decide_connect_or_bind(mediated_worker&, call& c, mediati
 }
 
 void syscall_mediator::unix_bind(call& c, int sock, const std::string& path) {
-  const auto& n = c.n;
   located_name at;
-  if (int err = locate_new(c.w->root.get(), n.pid, AT_FDCWD, path, EADDRINUSE, false, at);
+  if (int err = locate_new(c.w->root.get(), c.caller, AT_FDCWD, path, EADDRINUSE, false, at);
       err != 0)
     return c.fail(err);
   if (on_read_only_mount(at.parent.get()))
@@ -279,7 +256,7 @@ void syscall_mediator::unix_bind(call& c, int sock, const std::string& path) {
   if (refused(c, v))
     return;
   unique_fd dup;
-  if (int err = dup_from_caller(n.pid, sock, dup); err != 0)
+  if (int err = c.caller.dup_fd(sock, dup); err != 0)
     return c.fail(err);
   if (!private_fs())
     return c.fail(ENOMEM);
@@ -290,7 +267,7 @@ void syscall_mediator::unix_bind(call& c, int sock, const std::string& path) {
   un.sun_family = AF_UNIX;
   std::memcpy(un.sun_path, at.name.data(), at.name.size());
   const auto len = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + at.name.size() + 1);
-  use_umask_of(*c.w, n.pid);
+  use_umask_of(*c.w, c.caller);
   int err = 0;
   if (::fchdir(at.parent.get()) != 0) {
     err = errno;
@@ -311,7 +288,7 @@ void syscall_mediator::unix_connect(call& c, int sock, const std::string& path) 
   const auto& n = c.n;
   auto& w = *c.w;
   std::string abs;
-  if (int err = absolute(n.pid, AT_FDCWD, path, abs); err != 0)
+  if (int err = absolute(c.caller, AT_FDCWD, path, abs); err != 0)
     return c.fail(err);
   // The socket file itself (symlinks followed inside the root), held open:
   // what is connected to is what is decided.
@@ -331,7 +308,7 @@ void syscall_mediator::unix_connect(call& c, int sock, const std::string& path) 
   if (d.verdict == pol::action::deny)
     return deny(c, canon, d);
   unique_fd dup;
-  if (int err = dup_from_caller(n.pid, sock, dup); err != 0)
+  if (int err = c.caller.dup_fd(sock, dup); err != 0)
     return c.fail(err);
   const int type = socket_type(dup.get());
   if (type < 0)
@@ -346,7 +323,7 @@ void syscall_mediator::unix_connect(call& c, int sock, const std::string& path) 
       return c.fail(EACCES);
     if (::connect(dup.get(), target_sa, target_len) != 0)
       err = errno;
-    act_as_self();
+    act_as_self(*c.w);
     if (err != 0)
       return c.fail(err);
     c.succeed(0);
@@ -377,7 +354,7 @@ void syscall_mediator::unix_connect(call& c, int sock, const std::string& path) 
     const int fl = ::fcntl(dup.get(), F_GETFL);
     if (!act_as_worker(w))
       return c.fail(EACCES);
-    unique_fd fresh(::socket(AF_UNIX, type | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
+    unique_fd fresh(worker_socket(c, AF_UNIX, type | SOCK_NONBLOCK | SOCK_CLOEXEC));
     if (!fresh) {
       err = errno;
     } else {
@@ -386,12 +363,12 @@ void syscall_mediator::unix_connect(call& c, int sock, const std::string& path) 
       if (::connect(fresh.get(), target_sa, target_len) != 0)
         err = errno;
     }
-    act_as_self();
+    act_as_self(*c.w);
     if (err != 0)
       return c.fail(err); // EAGAIN: the listener's backlog is full
     if (fl >= 0 && (fl & O_NONBLOCK) == 0)
       (void)::fcntl(fresh.get(), F_SETFL, ::fcntl(fresh.get(), F_GETFL) & ~O_NONBLOCK);
-    if (!c.listener().install_fd(n.id, fresh.get(), sock, caller_cloexec(n.pid, sock)))
+    if (!c.listener().install_fd(n.id, fresh.get(), sock, caller_cloexec(c.caller, sock)))
       return c.gone();
     c.succeed(0);
   }
@@ -399,13 +376,48 @@ void syscall_mediator::unix_connect(call& c, int sock, const std::string& path) 
     warn(c, canon, d);
 }
 
+int syscall_mediator::worker_socket(call& c, int domain, int type) {
+  auto& w = *c.w;
+  if (!own_netns_) {
+    own_netns_.reset(::open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC));
+    if (!own_netns_)
+      return -1;
+  }
+  if (!w.netns) {
+    unique_fd ns(c.caller.open_at("ns/net", O_RDONLY));
+    if (!ns)
+      return -1;
+    w.netns = std::move(ns);
+  }
+  // A socket belongs to the network namespace of the thread that creates
+  // it: made in the supervisor's, the worker could bind abstract names in
+  // the host's. setns(CLONE_NEWNET) changes this thread only.
+  {
+    mediation::raised_capabilities step(mediation::setns_cap());
+    if (::setns(w.netns.get(), CLONE_NEWNET) != 0)
+      return -1;
+  }
+  const int fd = ::socket(domain, type, 0);
+  const int err = errno;
+  {
+    mediation::raised_capabilities step(mediation::setns_cap());
+    if (::setns(own_netns_.get(), CLONE_NEWNET) != 0) {
+      // This thread would go on in a worker's namespace: not recoverable.
+      spdlog::critical("pool event source: cannot leave a worker's network namespace: {}",
+                       std::strerror(errno));
+      std::abort();
+    }
+  }
+  errno = err;
+  return fd;
+}
+
 int64_t syscall_mediator::unix_send(call& c, int sock, const std::string& path,
                                     const mediated_message& m, int flags, bool& answered) {
-  const auto& n = c.n;
   auto& w = *c.w;
   answered = false;
   std::string abs;
-  if (int err = absolute(n.pid, AT_FDCWD, path, abs); err != 0)
+  if (int err = absolute(c.caller, AT_FDCWD, path, abs); err != 0)
     return -err;
   unique_fd object(open_in_root(w.root.get(), abs, O_PATH | O_CLOEXEC));
   if (!object)
@@ -426,7 +438,7 @@ int64_t syscall_mediator::unix_send(call& c, int sock, const std::string& path,
     return 0;
   }
   unique_fd dup;
-  if (int err = dup_from_caller(n.pid, sock, dup); err != 0)
+  if (int err = c.caller.dup_fd(sock, dup); err != 0)
     return -err;
   sockaddr_un target;
   const socklen_t target_len = magic_address(object.get(), target);
@@ -455,7 +467,7 @@ int64_t syscall_mediator::unix_send(call& c, int sock, const std::string& path,
   // Never wait for a full receiver on this thread.
   const ssize_t sent = ::sendmsg(dup.get(), &h, flags | MSG_DONTWAIT | MSG_NOSIGNAL);
   const int err = errno;
-  act_as_self();
+  act_as_self(*c.w);
   if (sent < 0)
     return -err;
   if (d.verdict == pol::action::warn)
@@ -466,7 +478,7 @@ int64_t syscall_mediator::unix_send(call& c, int sock, const std::string& path,
 void syscall_mediator::decide_send(mediated_worker&, call& c, mediation_result& r) {
   const auto& n = c.n;
   const int sock = static_cast<int>(n.args[0]);
-  platform::process_memory mem(n.pid);
+  auto& mem = c.caller;
   auto carry_on = [&] {
     if (!c.listener().respond_continue(n.id))
       return c.gone();
@@ -480,7 +492,7 @@ void syscall_mediator::decide_send(mediated_worker&, call& c, mediation_result& 
     unique_fd dup;
     int size = 0;
     socklen_t len = sizeof size;
-    if (dup_from_caller(n.pid, sock, dup) != 0 ||
+    if (c.caller.dup_fd(sock, dup) != 0 ||
         ::getsockopt(dup.get(), SOL_SOCKET, SO_SNDBUF, &size, &len) != 0 || size <= 0)
       return 256 * 1024;
     return std::min<std::size_t>(static_cast<std::size_t>(size), 16u << 20);
@@ -543,7 +555,7 @@ void syscall_mediator::decide_send(mediated_worker&, call& c, mediation_result& 
         int fd = -1;
         std::memcpy(&fd, CMSG_DATA(cm) + i * sizeof(int), sizeof fd);
         unique_fd dup;
-        if (dup_from_caller(n.pid, fd, dup) != 0)
+        if (c.caller.dup_fd(fd, dup) != 0)
           return EBADF;
         m.fds.push_back(std::move(dup));
       }
@@ -564,7 +576,7 @@ void syscall_mediator::decide_send(mediated_worker&, call& c, mediation_result& 
     if (!m.fds.empty())
       return -EOPNOTSUPP;
     unique_fd dup;
-    if (int err = dup_from_caller(n.pid, sock, dup); err != 0)
+    if (int err = c.caller.dup_fd(sock, dup); err != 0)
       return -err;
     iovec one{m.data.data(), m.data.size()};
     msghdr out{};
@@ -578,7 +590,7 @@ void syscall_mediator::decide_send(mediated_worker&, call& c, mediation_result& 
       return -EACCES;
     const ssize_t sent = ::sendmsg(dup.get(), &out, flags | MSG_DONTWAIT | MSG_NOSIGNAL);
     const int err = errno;
-    act_as_self();
+    act_as_self(*c.w);
     return sent < 0 ? -err : sent;
   };
   // Decides one destination: true = may go on (possibly with a warning),
@@ -600,7 +612,7 @@ void syscall_mediator::decide_send(mediated_worker&, call& c, mediation_result& 
 
   if (n.nr == SYS_sendto) {
     mediated_address a;
-    if (int err = copy_address(n.pid, n.args[4], n.args[5], a); err != 0)
+    if (int err = copy_address(c.caller, n.args[4], n.args[5], a); err != 0)
       return c.fail(err);
     if (!c.still_waiting())
       return c.gone();
@@ -623,7 +635,7 @@ void syscall_mediator::decide_send(mediated_worker&, call& c, mediation_result& 
     if (!mem.read(n.args[1], &h, sizeof h))
       return c.fail(EFAULT);
     mediated_address a;
-    if (int err = copy_address(n.pid, reinterpret_cast<uint64_t>(h.msg_name), h.msg_namelen, a);
+    if (int err = copy_address(c.caller, reinterpret_cast<uint64_t>(h.msg_name), h.msg_namelen, a);
         err != 0)
       return c.fail(err);
     if (!c.still_waiting())
@@ -656,7 +668,7 @@ void syscall_mediator::decide_send(mediated_worker&, call& c, mediation_result& 
     return c.fail(EFAULT);
   std::vector<mediated_address> addrs(vlen);
   for (uint64_t i = 0; i < vlen; ++i)
-    if (int err = copy_address(n.pid, reinterpret_cast<uint64_t>(msgs[i].msg_hdr.msg_name),
+    if (int err = copy_address(c.caller, reinterpret_cast<uint64_t>(msgs[i].msg_hdr.msg_name),
                                msgs[i].msg_hdr.msg_namelen, addrs[i]);
         err != 0)
       return c.fail(err);

@@ -28,7 +28,6 @@
 #include <string>
 
 #include "actors/pool/mediation_support.hpp"
-#include "platform/linux/process_memory.hpp"
 
 namespace castellan {
 
@@ -79,9 +78,8 @@ std::string dir_of(const std::string& path) {
 }
 
 /// Copies the path at `addr`; 0 or an errno.
-int copy_path(pid_t pid, uint64_t addr, std::string& out) {
-  platform::process_memory mem(pid);
-  auto s = mem.read_string(addr, max_path);
+int copy_path(mediated_caller& who, uint64_t addr, std::string& out) {
+  auto s = who.read_string(addr, max_path);
   if (!s)
     return s.error().code != 0 ? s.error().code : EFAULT;
   out = std::move(*s);
@@ -113,12 +111,12 @@ void syscall_mediator::decide_remove(mediated_worker& w, call& c, mediation_resu
     return c.fail(EINVAL);
   const bool rmdir = flags != 0;
   std::string path;
-  if (int err = copy_path(n.pid, addr, path); err != 0)
+  if (int err = copy_path(c.caller, addr, path); err != 0)
     return c.fail(err);
   if (!c.still_waiting())
     return c.gone();
   located_name at;
-  if (int err = locate(w.root.get(), n.pid, dirfd, path, at); err != 0)
+  if (int err = locate(w.root.get(), c.caller, dirfd, path, at); err != 0)
     return c.fail(err);
   switch (at.what) {
   case located_name::kind::root:
@@ -223,19 +221,19 @@ void syscall_mediator::decide_create(mediated_worker& w, call& c, mediation_resu
   }
   std::string link_target;
   if (what == op::symlink) {
-    if (int err = copy_path(n.pid, target_addr, link_target); err != 0)
+    if (int err = copy_path(c.caller, target_addr, link_target); err != 0)
       return c.fail(err);
     if (link_target.empty())
       return c.fail(ENOENT);
   }
   std::string path;
-  if (int err = copy_path(n.pid, addr, path); err != 0)
+  if (int err = copy_path(c.caller, addr, path); err != 0)
     return c.fail(err);
   if (!c.still_waiting())
     return c.gone();
   located_name at;
   // Only mkdir may create a name written with a trailing slash.
-  if (int err = locate_new(w.root.get(), n.pid, dirfd, path, EEXIST, what == op::dir, at); err != 0)
+  if (int err = locate_new(w.root.get(), c.caller, dirfd, path, EEXIST, what == op::dir, at); err != 0)
     return c.fail(err);
   const auto v = check_change(at.path, perm);
   // EROFS comes before any permission check; the call itself reports it on
@@ -251,7 +249,7 @@ void syscall_mediator::decide_create(mediated_worker& w, call& c, mediation_resu
   } else {
     if (!private_fs())
       return c.fail(ENOMEM);
-    use_umask_of(w, n.pid);
+    use_umask_of(w, c.caller);
     rc = what == op::dir
              ? ::mkdirat(at.parent.get(), at.name.c_str(), static_cast<mode_t>(mode & 07777))
              : ::mknodat(at.parent.get(), at.name.c_str(), static_cast<mode_t>(mode),
@@ -278,9 +276,9 @@ void syscall_mediator::decide_link(mediated_worker& w, call& c, mediation_result
     return c.fail(EINVAL);
   std::string old_raw;
   std::string new_raw;
-  if (int err = copy_path(n.pid, old_addr, old_raw); err != 0)
+  if (int err = copy_path(c.caller, old_addr, old_raw); err != 0)
     return c.fail(err);
-  if (int err = copy_path(n.pid, new_addr, new_raw); err != 0)
+  if (int err = copy_path(c.caller, new_addr, new_raw); err != 0)
     return c.fail(err);
   if (!c.still_waiting())
     return c.gone();
@@ -289,14 +287,12 @@ void syscall_mediator::decide_link(mediated_worker& w, call& c, mediation_result
   if (old_raw.empty()) {
     if ((flags & AT_EMPTY_PATH) == 0)
       return c.fail(ENOENT);
-    const std::string fd_link =
-        "/proc/" + std::to_string(n.pid) + "/fd/" + std::to_string(old_dirfd);
-    object.reset(::open(fd_link.c_str(), O_PATH | O_CLOEXEC));
+    object.reset(c.caller.open_at("fd/" + std::to_string(old_dirfd), O_PATH));
     if (!object)
       return c.fail(errno == ENOENT ? EBADF : errno);
   } else {
     std::string abs;
-    if (int err = absolute(n.pid, old_dirfd, old_raw, abs); err != 0)
+    if (int err = absolute(c.caller, old_dirfd, old_raw, abs); err != 0)
       return c.fail(err);
     const uint64_t follow = (flags & AT_SYMLINK_FOLLOW) != 0 ? 0 : O_NOFOLLOW;
     object.reset(open_in_root(w.root.get(), abs, O_PATH | O_CLOEXEC | follow));
@@ -306,13 +302,15 @@ void syscall_mediator::decide_link(mediated_worker& w, call& c, mediation_result
   std::string old_path;
   if (int err = fd_path(object.get(), old_path); err != 0)
     return c.fail(err); // ENOENT: an unlinked file (an O_TMPFILE) is not linked by name
+  if (int err = other_process_object(c.caller, object.get(), old_path); err != 0)
+    return c.fail(err);
   struct stat st;
   if (::fstat(object.get(), &st) != 0)
     return c.fail(errno);
   if (S_ISDIR(st.st_mode))
     return c.fail(EPERM);
   located_name at;
-  if (int err = locate_new(w.root.get(), n.pid, new_dirfd, new_raw, EEXIST, false, at); err != 0)
+  if (int err = locate_new(w.root.get(), c.caller, new_dirfd, new_raw, EEXIST, false, at); err != 0)
     return c.fail(err);
   if (on_read_only_mount(at.parent.get()))
     return c.fail(EROFS);
@@ -364,17 +362,17 @@ void syscall_mediator::decide_rename(mediated_worker& w, call& c, mediation_resu
     return c.fail(EPERM); // needs CAP_MKNOD, which the worker does not have
   std::string old_raw;
   std::string new_raw;
-  if (int err = copy_path(n.pid, old_addr, old_raw); err != 0)
+  if (int err = copy_path(c.caller, old_addr, old_raw); err != 0)
     return c.fail(err);
-  if (int err = copy_path(n.pid, new_addr, new_raw); err != 0)
+  if (int err = copy_path(c.caller, new_addr, new_raw); err != 0)
     return c.fail(err);
   if (!c.still_waiting())
     return c.gone();
   located_name from;
   located_name to;
-  if (int err = locate(w.root.get(), n.pid, old_dirfd, old_raw, from); err != 0)
+  if (int err = locate(w.root.get(), c.caller, old_dirfd, old_raw, from); err != 0)
     return c.fail(err);
-  if (int err = locate(w.root.get(), n.pid, new_dirfd, new_raw, to); err != 0)
+  if (int err = locate(w.root.get(), c.caller, new_dirfd, new_raw, to); err != 0)
     return c.fail(err);
   if (from.what != located_name::kind::normal)
     return c.fail(EBUSY);
@@ -437,14 +435,14 @@ void syscall_mediator::decide_truncate(mediated_worker& w, call& c, mediation_re
   if (length < 0)
     return c.fail(EINVAL);
   std::string raw;
-  if (int err = copy_path(n.pid, n.args[0], raw); err != 0)
+  if (int err = copy_path(c.caller, n.args[0], raw); err != 0)
     return c.fail(err);
   if (!c.still_waiting())
     return c.gone();
   if (raw.empty())
     return c.fail(ENOENT);
   std::string abs;
-  if (int err = absolute(n.pid, AT_FDCWD, raw, abs); err != 0)
+  if (int err = absolute(c.caller, AT_FDCWD, raw, abs); err != 0)
     return c.fail(err);
   // truncate follows symlinks: resolve them all, inside the root.
   unique_fd object(open_in_root(w.root.get(), abs, O_PATH | O_CLOEXEC));
@@ -461,6 +459,8 @@ void syscall_mediator::decide_truncate(mediated_worker& w, call& c, mediation_re
     return c.fail(EROFS);
   std::string canon;
   if (int err = fd_path(object.get(), canon); err != 0)
+    return c.fail(err);
+  if (int err = other_process_object(c.caller, object.get(), canon); err != 0)
     return c.fail(err);
   const auto v = check_change(canon, pol::to_access(pol::fs_perm::truncate) |
                                          pol::to_access(pol::fs_perm::write_file));

@@ -3,14 +3,15 @@
 #include <fcntl.h>
 #include <linux/openat2.h>
 #include <sys/stat.h>
-#include <linux/magic.h>
 #include <sys/statfs.h>
 #include <sys/statvfs.h>
+#include <linux/magic.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <algorithm>
 #include <climits>
 #include <cstring>
 #include <vector>
@@ -134,77 +135,106 @@ int open_in_root(int root, const std::string& path, uint64_t flags, uint64_t mod
 
 namespace {
 
-/// The last (innermost namespace's) number of a "NStgid:"/"NSpid:" line of
-/// /proc/<tid>/status; 0 if missing.
-long innermost(const char* status, const char* key) {
-  const char* line = std::strstr(status, key);
-  if (line == nullptr)
-    return 0;
-  line += std::strlen(key);
-  const char* end = std::strchr(line, '\n');
-  long last = 0;
-  for (char* p = const_cast<char*>(line); end == nullptr || p < end;) {
-    char* next = nullptr;
-    const long v = std::strtol(p, &next, 10);
-    if (next == p)
-      break;
-    last = v;
-    p = next;
-  }
-  return last;
-}
-
 /// "/proc/self" and "/proc/thread-self" name the caller as the procfs of
 /// its sandbox sees it; looked up by the supervisor they would name the
 /// supervisor's thread, which that procfs does not know. They are replaced
-/// with the caller's numbers in its own pid namespace.
-int caller_proc_self(pid_t tid, std::string& path) {
-  const std::string_view p(path);
-  std::size_t len = 0;
-  bool thread = false;
-  for (const std::string_view prefix :
-       {std::string_view("/proc/self"), std::string_view("/proc/thread-self")}) {
-    if (p.compare(0, prefix.size(), prefix) == 0 &&
-        (p.size() == prefix.size() || p[prefix.size()] == '/')) {
-      len = prefix.size();
-      thread = prefix.size() > 10;
+/// with the caller's numbers in its own pid namespace. Empty components and
+/// "." before them are skipped ("//proc/./self"), as the kernel would.
+int caller_proc_self(mediated_caller& who, std::string& path) {
+  std::size_t at = 0;
+  auto component = [&](std::string_view& out) {
+    for (;;) {
+      while (at < path.size() && path[at] == '/')
+        ++at;
+      const std::size_t end = std::min(path.find('/', at), path.size());
+      out = std::string_view(path).substr(at, end - at);
+      at = end;
+      if (out != ".")
+        return;
     }
-  }
-  if (len == 0)
+  };
+  std::string_view first;
+  std::string_view second;
+  component(first);
+  if (first != "proc")
     return 0;
-  const std::string file = "/proc/" + std::to_string(tid) + "/status";
-  unique_fd fd(::open(file.c_str(), O_RDONLY | O_CLOEXEC));
-  char buf[4096];
-  const ssize_t n = fd ? ::read(fd.get(), buf, sizeof buf - 1) : -1;
-  if (n <= 0)
-    return ESRCH;
-  buf[n] = '\0';
-  const long tgid = innermost(buf, "\nNStgid:");
-  const long pid = innermost(buf, "\nNSpid:");
-  if (tgid <= 0 || pid <= 0)
-    return ESRCH;
+  component(second);
+  if (second != "self" && second != "thread-self")
+    return 0;
+  long tgid = 0;
+  long tid = 0;
+  if (int err = who.ns_ids(tgid, tid); err != 0)
+    return err;
   std::string self = "/proc/" + std::to_string(tgid);
-  if (thread)
-    self += "/task/" + std::to_string(pid);
-  path = self + path.substr(len);
+  if (second == "thread-self")
+    self += "/task/" + std::to_string(tid);
+  path = self + path.substr(at);
   return 0;
+}
+
+/// The number n of a path below /proc/<n> (after lexical normalisation);
+/// 0 when the path is not in a numbered /proc entry.
+long proc_entry_number(const std::string& normalised) {
+  static constexpr std::string_view prefix = "/proc/";
+  if (normalised.compare(0, prefix.size(), prefix) != 0)
+    return 0;
+  const std::size_t end = std::min(normalised.find('/', prefix.size()), normalised.size());
+  const std::string_view num(normalised.data() + prefix.size(), end - prefix.size());
+  if (num.empty() || num.size() > 10)
+    return 0;
+  long n = 0;
+  for (char ch : num) {
+    if (ch < '0' || ch > '9')
+      return 0;
+    n = n * 10 + (ch - '0');
+  }
+  return n;
 }
 
 } // namespace
 
-int absolute(pid_t tid, int dirfd, const std::string& path, std::string& out) {
+int absolute(mediated_caller& who, int dirfd, const std::string& path, std::string& out) {
   if (!path.empty() && path.front() == '/') {
     out = path;
   } else {
     std::string base;
-    const std::string proc = "/proc/" + std::to_string(tid);
-    if (int err = link_path(
-            dirfd == AT_FDCWD ? proc + "/cwd" : proc + "/fd/" + std::to_string(dirfd), base);
+    if (int err = who.link_path(dirfd == AT_FDCWD ? std::string("cwd")
+                                                  : "fd/" + std::to_string(dirfd),
+                                base);
         err != 0)
       return err;
     out = base == "/" ? "/" + path : base + "/" + path;
   }
-  return caller_proc_self(tid, out);
+  return caller_proc_self(who, out);
+}
+
+int other_process_entry(mediated_caller& who, const std::string& path) {
+  const long n = proc_entry_number(normalise(path));
+  if (n == 0)
+    return 0;
+  long tgid = 0;
+  long tid = 0;
+  if (int err = who.ns_ids(tgid, tid); err != 0)
+    return err;
+  return n == tgid || n == tid ? 0 : EACCES;
+}
+
+bool own_process_entry(mediated_caller& who, const std::string& path) {
+  const long n = proc_entry_number(normalise(path));
+  long tgid = 0;
+  long tid = 0;
+  return n != 0 && who.ns_ids(tgid, tid) == 0 && (n == tgid || n == tid);
+}
+
+int other_process_object(mediated_caller& who, int fd, const std::string& path) {
+  struct statfs fs;
+  if (::fstatfs(fd, &fs) != 0)
+    return errno;
+  if (fs.f_type != PROC_SUPER_MAGIC)
+    return 0;
+  if (path != "/proc" && path.compare(0, 6, "/proc/") != 0)
+    return EACCES;
+  return other_process_entry(who, path);
 }
 
 std::string normalise(const std::string& abs) {
@@ -242,42 +272,14 @@ policy::decision rules_only(const policy::decision& d) {
   return d;
 }
 
-mode_t umask_of(pid_t tid) {
-  const std::string path = "/proc/" + std::to_string(tid) + "/status";
-  unique_fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+mode_t umask_of(mediated_caller& who) {
   char buf[2048];
-  const ssize_t n = fd ? ::read(fd.get(), buf, sizeof buf - 1) : -1;
-  if (n <= 0)
+  if (who.read_small("status", buf, sizeof buf) <= 0)
     return 077; // unknown: the most private
-  buf[n] = '\0';
   const char* line = std::strstr(buf, "\nUmask:");
   if (line == nullptr)
     return 077;
   return static_cast<mode_t>(std::strtoul(line + 7, nullptr, 8) & 0777);
-}
-
-bool other_process_proc_entry(int fd, const std::string& canon, pid_t tid) {
-  struct statfs fs {};
-  if (::fstatfs(fd, &fs) != 0 || fs.f_type != PROC_SUPER_MAGIC)
-    return false;
-  constexpr std::string_view prefix = "/proc/";
-  if (canon.compare(0, prefix.size(), prefix) != 0)
-    return false;
-  const std::size_t end = canon.find('/', prefix.size());
-  const std::string number =
-      canon.substr(prefix.size(), end == std::string::npos ? std::string::npos : end - prefix.size());
-  if (number.empty() || number.find_first_not_of("0123456789") != std::string::npos ||
-      number.size() > 9)
-    return false; // not a process's directory
-  const long n = std::strtol(number.c_str(), nullptr, 10);
-  const std::string file = "/proc/" + std::to_string(tid) + "/status";
-  unique_fd status(::open(file.c_str(), O_RDONLY | O_CLOEXEC));
-  char buf[4096];
-  const ssize_t got = status ? ::read(status.get(), buf, sizeof buf - 1) : -1;
-  if (got <= 0)
-    return true;
-  buf[got] = '\0';
-  return n != innermost(buf, "\nNStgid:") && n != innermost(buf, "\nNSpid:");
 }
 
 policy_event make_event(const char* kind, const char* syscall, std::string target,
@@ -310,11 +312,11 @@ bool same_mount(int a, int b) {
   return sa.stx_mnt_id == sb.stx_mnt_id;
 }
 
-int locate(int root, pid_t tid, int dirfd, const std::string& raw, located_name& out) {
+int locate(int root, mediated_caller& who, int dirfd, const std::string& raw, located_name& out) {
   if (raw.empty())
     return ENOENT;
   std::string abs;
-  if (int err = absolute(tid, dirfd, raw, abs); err != 0)
+  if (int err = absolute(who, dirfd, raw, abs); err != 0)
     return err;
   // The kernel looks the last component up in its parent; trailing slashes
   // only say that it must be a directory (each caller applies that rule).
@@ -344,9 +346,9 @@ int locate(int root, pid_t tid, int dirfd, const std::string& raw, located_name&
   return 0;
 }
 
-int locate_new(int root, pid_t tid, int dirfd, const std::string& raw, int exists, bool slash_ok,
-               located_name& out) {
-  if (int err = locate(root, tid, dirfd, raw, out); err != 0)
+int locate_new(int root, mediated_caller& who, int dirfd, const std::string& raw, int exists,
+               bool slash_ok, located_name& out) {
+  if (int err = locate(root, who, dirfd, raw, out); err != 0)
     return err;
   if (out.what != located_name::kind::normal)
     return exists;

@@ -15,6 +15,7 @@
 #include <string>
 #include <string_view>
 
+#include "actors/pool/mediated_caller.hpp"
 #include "actors/pool/syscall_mediator.hpp"
 
 namespace castellan {
@@ -29,8 +30,8 @@ int64_t now_ns();
 /// The name of a decided system call ("unlinkat"), "unknown" otherwise.
 const char* syscall_name(int nr);
 
-/// The sandbox-side path behind a /proc link ("/proc/self/fd/3",
-/// "/proc/<tid>/cwd"). 0 or an errno (ENOENT for a removed object).
+/// The sandbox-side path behind one of our own /proc links
+/// ("/proc/self/fd/3"). 0 or an errno (ENOENT for a removed object).
 int link_path(const std::string& link, std::string& out);
 /// The sandbox-side path of our own fd `fd`.
 int fd_path(int fd, std::string& out);
@@ -40,8 +41,31 @@ int fd_path(int fd, std::string& out);
 int open_in_root(int root, const std::string& path, uint64_t flags, uint64_t mode = 0);
 
 /// `path` made absolute (relative ones against the caller's cwd or dirfd,
-/// as the sandbox sees them). 0 or an errno.
-int absolute(pid_t tid, int dirfd, const std::string& path, std::string& out);
+/// as the sandbox sees them), with a leading /proc/self or
+/// /proc/thread-self turned into the caller's own numbers. 0 or an errno.
+int absolute(mediated_caller& who, int dirfd, const std::string& path, std::string& out);
+
+/// Whether `path` (absolute, as the sandbox sees it) lies in the /proc
+/// entry of a process other than the caller: /proc/<n> where n is neither
+/// the caller's thread group id nor its own thread id in its pid namespace.
+/// Such an entry is the other process's (its memory, maps, environment,
+/// fds): the supervisor never opens it for a worker, whatever the policy
+/// says. EACCES for such a path, else 0 (or an errno reading the caller's
+/// ids).
+int other_process_entry(mediated_caller& who, const std::string& path);
+
+/// Whether `path` lies in the caller's own /proc entry (/proc/<n>, n its
+/// thread group id or thread id in its pid namespace). The kernel lets a
+/// process into its own entry whether or not it is dumpable; the supervisor
+/// reaches it for the caller with CAP_SYS_PTRACE (procfs has no symlink
+/// there but magic links, which the resolution refuses, so nothing else is
+/// reached with it).
+bool own_process_entry(mediated_caller& who, const std::string& path);
+
+/// other_process_entry() for the object our fd `fd` names, resolved: also
+/// EACCES for a procfs object whose path does not start with /proc (a
+/// procfs reached some other way is not told apart).
+int other_process_object(mediated_caller& who, int fd, const std::string& path);
 
 /// Lexically normalised absolute path.
 std::string normalise(const std::string& abs);
@@ -53,17 +77,8 @@ std::string join(const std::string& dir, const std::string& name);
 /// allow: the static layers enforce the default (see the callers).
 policy::decision rules_only(const policy::decision& d);
 
-/// The caller's umask (/proc/<tid>/status), 077 when it cannot be read.
-mode_t umask_of(pid_t tid);
-
-/// Whether `fd`, resolved in a worker's root at `canon`, is an entry of the
-/// sandbox's procfs that belongs to a process other than the caller `tid`
-/// (`/proc/<N>/…` with N neither its thread group's nor its own number in
-/// the sandbox). The supervisor must not open those for it: it would pass
-/// the kernel's ptrace-mode checks with its own rights (hidepid, a process
-/// that is not dumpable, another Landlock domain) where the caller fails
-/// them. True also when the caller's numbers cannot be read.
-bool other_process_proc_entry(int fd, const std::string& canon, pid_t tid);
+/// The caller's umask (its /proc/<tid>/status), 077 when it cannot be read.
+mode_t umask_of(mediated_caller& who);
 
 policy_event make_event(const char* kind, const char* syscall, std::string target,
                         policy::action verdict, std::string_view rule, pid_t pid);
@@ -92,13 +107,13 @@ struct located_name {
 /// inside the worker's root, following symlinks in the parent as the
 /// kernel would, never the last component. 0 or an errno (ENOENT for an
 /// empty path, the errno of the parent's resolution otherwise).
-int locate(int root, pid_t tid, int dirfd, const std::string& raw, located_name& out);
+int locate(int root, mediated_caller& who, int dirfd, const std::string& raw, located_name& out);
 
 /// locate() for a name the call is to create: 0 when nothing is there yet;
 /// otherwise the kernel's errno — `exists` for an existing name (and for
 /// ".", ".." or "/"), ENOENT for a trailing slash unless `slash_ok` (mkdir).
-int locate_new(int root, pid_t tid, int dirfd, const std::string& raw, int exists, bool slash_ok,
-               located_name& out);
+int locate_new(int root, mediated_caller& who, int dirfd, const std::string& raw, int exists,
+               bool slash_ok, located_name& out);
 
 } // namespace mediation
 
@@ -109,6 +124,8 @@ struct syscall_mediator::call {
   std::chrono::steady_clock::time_point received;
   mediated_worker* w = nullptr;
   mediation_result* r = nullptr;
+  /// The caller, addressed through its own handles (mediated_caller.hpp).
+  mediation::mediated_caller caller;
 
   platform::notify_listener& listener() const { return *w->listener; }
 
@@ -125,8 +142,15 @@ struct syscall_mediator::call {
   }
   /// The caller went away, or its call was answered already.
   void gone() const { r->what = mediation_result::outcome::gone; }
-  /// Still waiting? Call after copying the arguments and before acting.
-  bool still_waiting() const { return listener().id_valid(n.id); }
+  /// Still waiting? Call after copying the arguments and before acting:
+  /// from then on the caller is reached through its handles only, and a
+  /// further read of its memory is checked again.
+  bool still_waiting() {
+    if (!caller.still_waiting())
+      return false;
+    caller.mark_checked();
+    return true;
+  }
 };
 
 } // namespace castellan

@@ -20,6 +20,7 @@
 #include <spdlog/spdlog.h>
 
 #include "actors/policy/engine/path.hpp"
+#include "actors/pool/mediation_privileges.hpp"
 #include "actors/pool/mediation_support.hpp"
 #include "actors/pool/sandbox_profile.hpp"
 #include "platform/linux/pidfd.hpp"
@@ -69,6 +70,23 @@ std::string script_interpreter(int root, const std::string& path) {
     return {};
   line = line.substr(start);
   return std::string(line.substr(0, line.find_first_of(" \t")));
+}
+
+/// The Landlock rights an open with `flags` needs on the object it opens, as
+/// the kernel asks them (READ_FILE or READ_DIR to read, WRITE_FILE to write,
+/// TRUNCATE for O_TRUNC of an existing file; nothing for O_PATH).
+uint64_t open_rights(uint64_t flags, bool dir) {
+  if ((flags & O_PATH) != 0)
+    return 0;
+  const uint64_t acc = flags & O_ACCMODE;
+  uint64_t rights = 0;
+  if (acc == O_RDONLY || acc == O_RDWR)
+    rights |= dir ? platform::landlock_fs::read_dir : platform::landlock_fs::read_file;
+  if (acc == O_WRONLY || acc == O_RDWR)
+    rights |= platform::landlock_fs::write_file;
+  if ((flags & O_TRUNC) != 0)
+    rights |= platform::landlock_fs::truncate;
+  return rights;
 }
 
 bool is_harness_path(const std::string& path) {
@@ -138,7 +156,13 @@ mediation_context make_mediation_context(const platform::landlock_spec* landlock
   mediation_context ctx;
   ctx.relay_port = relay_port;
   if (landlock != nullptr && landlock->enabled) {
-    ctx.landlock = true;
+    // What the worker's kernel enforces: the rights its ruleset handles
+    // that this kernel's ABI knows (best effort drops the others, and the
+    // worker then has them).
+    const uint64_t handled =
+        landlock->handled_fs & platform::landlock_fs_rights_of_abi(platform::landlock_abi());
+    ctx.landlock = handled != 0;
+    ctx.landlock_handled = handled;
     ctx.landlock_paths = landlock->paths;
   }
   return ctx;
@@ -170,19 +194,32 @@ void syscall_mediator::set_policy(std::shared_ptr<const pol::compiled_policy> po
   }
 }
 
-void syscall_mediator::use_credentials_of(const mediated_worker& w) {
+bool syscall_mediator::use_credentials_of(const mediated_worker& w) {
   // Per thread: DAC checks of the supervisor's own opens are made as the
-  // worker's kernel uid/gid, and a switch away from fsuid 0 drops the
-  // file-system capabilities (DAC override, CAP_MKNOD) from this thread's
-  // effective set.
+  // worker's kernel uid/gid. Changing them is a step of the supervisor's
+  // own (CAP_SETUID/CAP_SETGID, dropped right after).
+  if (w.fsgid == current_fsgid_ && w.fsuid == current_fsuid_)
+    return true;
+  mediation::raised_capabilities step(mediation::setid_caps());
   if (w.fsgid != current_fsgid_) {
     ::setfsgid(w.fsgid);
-    current_fsgid_ = w.fsgid;
+    // setfsgid answers the previous id whether it changed or not: ask again.
+    current_fsgid_ = static_cast<gid_t>(::setfsgid(static_cast<gid_t>(-1)));
   }
   if (w.fsuid != current_fsuid_) {
     ::setfsuid(w.fsuid);
-    current_fsuid_ = w.fsuid;
+    current_fsuid_ = static_cast<uid_t>(::setfsuid(static_cast<uid_t>(-1)));
   }
+  return current_fsuid_ == w.fsuid && current_fsgid_ == w.fsgid;
+}
+
+bool syscall_mediator::without_groups() {
+  // The event source drops them when it starts (raw setgroups: this thread
+  // only); checked here, since a group would count in every DAC check.
+  if (::getgroups(0, nullptr) == 0)
+    return true;
+  mediation::raised_capabilities step(mediation::setid_caps());
+  return ::syscall(SYS_setgroups, 0, nullptr) == 0 && ::getgroups(0, nullptr) == 0;
 }
 
 bool syscall_mediator::private_fs() {
@@ -193,14 +230,14 @@ bool syscall_mediator::private_fs() {
   return private_fs_ == 1;
 }
 
-void syscall_mediator::use_umask_of(mediated_worker& w, pid_t tid) {
+void syscall_mediator::use_umask_of(mediated_worker& w, mediation::mediated_caller& who) {
   // The kernel applies the creating thread's umask (or a default ACL of
   // the directory instead): give this thread the caller's, and pass the
   // caller's mode unchanged. Reading it costs a /proc/<tid>/status (several
   // microseconds); until some process of the sandbox calls umask(2), they
   // all have the one they inherited, read once.
   if (w.umask_changed || w.umask < 0) {
-    const mode_t m = umask_of(tid);
+    const mode_t m = umask_of(who);
     if (!w.umask_changed)
       w.umask = static_cast<int>(m);
     ::umask(m);
@@ -215,6 +252,7 @@ bool syscall_mediator::act_as_worker(const mediated_worker& w) {
   // effective capabilities are gone meanwhile.
   if (::geteuid() == w.fsuid && ::getegid() == w.fsgid)
     return true;
+  mediation::raised_capabilities step(mediation::setid_caps());
   if (::syscall(SYS_setresgid, -1, w.fsgid, -1) != 0)
     return false;
   if (::syscall(SYS_setresuid, -1, w.fsuid, -1) != 0) {
@@ -226,18 +264,28 @@ bool syscall_mediator::act_as_worker(const mediated_worker& w) {
   return true;
 }
 
-void syscall_mediator::act_as_self() {
+void syscall_mediator::act_as_self(const mediated_worker& w) {
+  if (::geteuid() == ::getuid() && ::getegid() == ::getgid())
+    return;
+  // Back to the real uid: the kernel gives an effective uid 0 its whole
+  // permitted set again, which this thread empties right after (it keeps
+  // acting for the worker, as its fsuid/fsgid).
   (void)::syscall(SYS_setresuid, -1, ::getuid(), -1);
   (void)::syscall(SYS_setresgid, -1, ::getgid(), -1);
-  // The fs ids followed the effective ids back: set them again next time.
   current_fsuid_ = static_cast<uid_t>(-1);
   current_fsgid_ = static_cast<gid_t>(-1);
+  // Neither can fail with the capabilities the thread has here; if one
+  // did, it would go on acting for a worker as root.
+  if (!use_credentials_of(w) || !mediation::drop_effective()) {
+    spdlog::critical("pool event source: cannot act as the worker again");
+    std::abort();
+  }
 }
 
 uint64_t syscall_mediator::landlock_rights(const std::string& path) const {
   if (!context_.landlock)
     return platform::landlock_fs::all;
-  uint64_t rights = 0;
+  uint64_t rights = ~context_.landlock_handled; // what the ruleset does not restrict
   for (const auto& rule : context_.landlock_paths) {
     const std::string& p = rule.path;
     const bool beneath =
@@ -253,7 +301,6 @@ syscall_mediator::change_verdict syscall_mediator::check_change(const std::strin
                                                                 pol::fs_access perms) const {
   change_verdict v;
   v.target = target;
-  pol::fs_access by_default = 0;
   for (unsigned bit = 0; bit < pol::fs_perm_count; ++bit) {
     const pol::fs_access p = pol::fs_access{1} << bit;
     if ((perms & p) == 0)
@@ -265,21 +312,21 @@ syscall_mediator::change_verdict syscall_mediator::check_change(const std::strin
         v.decision = d;
         return v;
       }
-      by_default |= p;
     } else if (d.verdict == pol::action::warn && v.what == change_verdict::kind::allow) {
       v.what = change_verdict::kind::warn;
       v.decision = d;
     }
   }
-  if (by_default != 0) {
-    // A deny default is enforced by Landlock for the worker's own calls;
-    // the supervisor's call is not under the worker's domain, so it asks
-    // the same question itself: rights on the entry for what changes a
-    // file, rights on the parent for what changes the directory.
+  {
+    // The worker's own call would pass its Landlock domain too; the
+    // supervisor's call is not under that domain, so it asks the same
+    // question itself, whatever the policy allows: rights on the entry for
+    // what changes a file, rights on the parent for what changes the
+    // directory (an emulation by path, see docs/security.md).
     const auto slash = target.find_last_of('/');
     const std::string parent = slash == 0 ? std::string("/") : target.substr(0, slash);
-    const uint64_t on_file = by_default & file_perms;
-    const uint64_t on_dir = by_default & ~file_perms;
+    const uint64_t on_file = perms & file_perms;
+    const uint64_t on_dir = perms & ~file_perms;
     const uint64_t missing =
         (on_file & ~landlock_rights(target)) | (on_dir & ~landlock_rights(parent));
     if (missing != 0) {
@@ -369,21 +416,37 @@ std::optional<mediation_result> syscall_mediator::handle(mediated_worker& w) {
     (void)w.listener->respond_error(n->id, EPERM);
     return std::nullopt;
   }
+  c.caller = mediation::mediated_caller(n->pid, w.listener.get(), n->id);
+  // From here until the answer this thread holds no effective capability:
+  // what it does for the worker, the kernel checks as the worker's own.
+  mediation::without_capabilities unprivileged;
+  if (!unprivileged) {
+    (void)w.listener->respond_error(n->id, EPERM);
+    return std::nullopt;
+  }
   if (!w.root) {
     // Every process of the sandbox shares this root (chroot, unshare and
-    // setns are refused by the anti-escape filter).
-    const std::string proc = "/proc/" + std::to_string(n->pid);
-    struct stat st;
-    unique_fd root(::open((proc + "/root").c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
-    if (!root || ::stat(proc.c_str(), &st) != 0) {
+    // setns are refused by the anti-escape filter). Taken through the
+    // caller's validated /proc entry, never by number.
+    // The ids are the caller's file-system ids from its status (the owner
+    // of its /proc entry is root for a non-dumpable process).
+    unique_fd root(c.caller.open_at("root", O_PATH | O_DIRECTORY));
+    long ids[2] = {-1, -1};
+    if (!root || c.caller.fs_ids(ids[0], ids[1]) != 0 || ids[0] < 0 || ids[1] < 0 ||
+        !c.caller.still_waiting()) {
       (void)w.listener->respond_error(n->id, EACCES);
       return std::nullopt;
     }
     w.root = std::move(root);
-    w.fsuid = st.st_uid;
-    w.fsgid = st.st_gid;
+    w.fsuid = static_cast<uid_t>(ids[0]);
+    w.fsgid = static_cast<gid_t>(ids[1]);
   }
-  use_credentials_of(w);
+  if (!use_credentials_of(w) || !without_groups()) {
+    // Never act for a worker with the supervisor's own file-system ids or
+    // groups.
+    (void)w.listener->respond_error(n->id, EPERM);
+    return std::nullopt;
+  }
   switch (n->nr) {
 #ifdef SYS_open
   case SYS_open:
@@ -555,8 +618,7 @@ void syscall_mediator::decide_open(mediated_worker& w, call& c, mediation_result
     open_how how{};
     if (n.args[3] < sizeof how)
       return fail(EINVAL);
-    platform::process_memory mem(n.pid);
-    if (auto ok = mem.read(n.args[2], &how, sizeof how); !ok)
+    if (auto ok = c.caller.read(n.args[2], &how, sizeof how); !ok)
       return fail(EFAULT);
     if (how.resolve != 0)
       // The caller's own resolution rules would have to be combined
@@ -568,8 +630,7 @@ void syscall_mediator::decide_open(mediated_worker& w, call& c, mediation_result
   }
   }
   flags &= 0xFFFFFFFFu;
-  platform::process_memory mem(n.pid);
-  auto path = mem.read_string(path_addr, max_path);
+  auto path = c.caller.read_string(path_addr, max_path);
   if (!path)
     return fail(path.error().code != 0 ? path.error().code : EFAULT);
   if (path->empty())
@@ -580,8 +641,22 @@ void syscall_mediator::decide_open(mediated_worker& w, call& c, mediation_result
   if ((flags & O_TMPFILE) == O_TMPFILE)
     return fail(EOPNOTSUPP);
   std::string abs;
-  if (int err = absolute(n.pid, dirfd, *path, abs); err != 0)
+  if (int err = absolute(c.caller, dirfd, *path, abs); err != 0)
     return fail(err);
+  // Another process's /proc entry is never opened for a worker, whatever
+  // the policy says (its own process's is).
+  if (int err = other_process_entry(c.caller, abs); err != 0)
+    return fail(err);
+  // Its own entry: the kernel lets a process into it whether or not it is
+  // dumpable (a non-dumpable process's entry is root's: its fd directory,
+  // its maps). The supervisor reaches it for the caller with CAP_SYS_PTRACE
+  // and, to read, CAP_DAC_READ_SEARCH, for the resolution and the reopen
+  // only; a write there gets no capability.
+  const bool read_only = (flags & O_ACCMODE) == O_RDONLY && (flags & (O_TRUNC | O_CREAT)) == 0;
+  const uint64_t own_entry_caps =
+      own_process_entry(c.caller, abs)
+          ? mediation::ptrace_cap() | (read_only ? mediation::read_search_cap() : 0)
+          : 0;
 
   const int acc = static_cast<int>(flags & O_ACCMODE);
   const bool cloexec = (flags & O_CLOEXEC) != 0;
@@ -594,6 +669,7 @@ void syscall_mediator::decide_open(mediated_worker& w, call& c, mediation_result
       // The caller's open returned 0: it must not run on believing that is
       // the file. Its whole sandbox goes (the pool reports worker_lost).
       spdlog::error("pool: worker {}: {}; killing the worker", w.id, sent.error().describe());
+      mediation::raised_capabilities step(mediation::kill_cap());
       (void)platform::pidfd_signal(w.pidfd, SIGKILL);
       w.killed = true;
     }
@@ -605,8 +681,12 @@ void syscall_mediator::decide_open(mediated_worker& w, call& c, mediation_result
   };
 
   for (int attempt = 0; attempt < 4; ++attempt) {
-    unique_fd opath(
-        open_in_root(w.root.get(), abs, O_PATH | O_CLOEXEC | (flags & (O_NOFOLLOW | O_DIRECTORY))));
+    unique_fd opath;
+    {
+      mediation::raised_capabilities step(own_entry_caps);
+      opath.reset(open_in_root(w.root.get(), abs,
+                               O_PATH | O_CLOEXEC | (flags & (O_NOFOLLOW | O_DIRECTORY))));
+    }
     if (!opath && errno == ENOENT && (flags & O_CREAT) != 0) {
       // Creation: decide on the resolved parent and the new name, then
       // create exclusively in that very directory.
@@ -627,17 +707,25 @@ void syscall_mediator::decide_open(mediated_worker& w, call& c, mediation_result
       if (int err = fd_path(dir.get(), canon_parent); err != 0)
         return fail(err);
       const std::string target = join(canon_parent, name);
+      if (int err = other_process_object(c.caller, dir.get(), target); err != 0)
+        return fail(err);
       pol::fs_access perms = pol::to_access(pol::fs_perm::make_reg);
       if (acc != O_RDONLY)
         perms |= pol::to_access(pol::fs_perm::write_file);
       const auto d = rules_only(policy_->check_fs(target, perms));
       if (d.verdict == pol::action::deny)
         return deny(c, target, d);
+      // The worker's Landlock rights (emulated): MAKE_REG in the directory,
+      // and the open of the new file itself.
+      if ((platform::landlock_fs::make_reg & ~landlock_rights(canon_parent)) != 0 ||
+          (open_rights(flags & ~static_cast<uint64_t>(O_TRUNC), false) & ~landlock_rights(target)) !=
+              0)
+        return fail(EACCES);
       const uint64_t create_flags =
           (flags & ~static_cast<uint64_t>(O_CLOEXEC)) | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC;
       if (!private_fs())
         return fail(ENOMEM);
-      use_umask_of(w, n.pid);
+      use_umask_of(w, c.caller);
       unique_fd created(::openat(dir.get(), name.c_str(), static_cast<int>(create_flags),
                                  static_cast<mode_t>(mode & 07777)));
       if (!created) {
@@ -662,10 +750,9 @@ void syscall_mediator::decide_open(mediated_worker& w, call& c, mediation_result
     std::string canon;
     if (int err = fd_path(opath.get(), canon); err != 0)
       return fail(err);
-    // Another process's /proc entries: what hidepid answers the caller
-    // when the kernel's own checks refuse it (this thread would pass them).
-    if (other_process_proc_entry(opath.get(), canon, n.pid))
-      return fail(ENOENT);
+    // Checked again on what was resolved: a symlink may lead there.
+    if (int err = other_process_object(c.caller, opath.get(), canon); err != 0)
+      return fail(err);
     const bool dir = S_ISDIR(st.st_mode);
     pol::fs_access perms = 0;
     if (o_path || acc == O_RDONLY)
@@ -685,9 +772,14 @@ void syscall_mediator::decide_open(mediated_worker& w, call& c, mediation_result
     // The harness is castellan's, not the policy's: it may always be read.
     if (optimistic && is_harness_path(canon))
       d = pol::decision{pol::action::allow, pol::decision_source::default_action, -1, "harness"};
+    if (d.verdict == pol::action::deny && !optimistic)
+      return deny(c, canon, d);
+    // The worker's own open passes its Landlock domain; the supervisor's is
+    // not in it, so it applies the worker's rules itself (emulated by path):
+    // a missing right is the kernel's own EACCES, never a kill.
+    if (!o_path && (open_rights(flags, dir) & ~landlock_rights(canon)) != 0)
+      return fail(EACCES);
     if (d.verdict == pol::action::deny) {
-      if (!optimistic)
-        return deny(c, canon, d);
       // A read the kernel refuses by itself (a path covered in the root,
       // DAC) reveals nothing: it ends with the kernel's errno, as without
       // the supervisor. Only a read that would succeed ends the worker; the
@@ -699,7 +791,10 @@ void syscall_mediator::decide_open(mediated_worker& w, call& c, mediation_result
         if (!probe)
           return fail(errno);
       }
-      (void)platform::pidfd_signal(w.pidfd, SIGKILL);
+      {
+        mediation::raised_capabilities step(mediation::kill_cap());
+        (void)platform::pidfd_signal(w.pidfd, SIGKILL);
+      }
       w.killed = true;
       (void)listener.respond_error(n.id, EACCES);
       r.what = mediation_result::outcome::kill;
@@ -719,8 +814,11 @@ void syscall_mediator::decide_open(mediated_worker& w, call& c, mediation_result
           O_CLOEXEC;
       if (fifo)
         reopen |= O_NONBLOCK; // never wait for a peer on this thread
-      real.reset(::open(("/proc/self/fd/" + std::to_string(opath.get())).c_str(),
-                        static_cast<int>(reopen)));
+      {
+        mediation::raised_capabilities step(own_entry_caps);
+        real.reset(::open(("/proc/self/fd/" + std::to_string(opath.get())).c_str(),
+                          static_cast<int>(reopen)));
+      }
       if (!real)
         return fail(errno);
       if (fifo && (flags & O_NONBLOCK) == 0) {
@@ -743,8 +841,7 @@ void syscall_mediator::decide_exec(mediated_worker& w, call& c, mediation_result
   auto fail = [&](int err) { c.fail(err); };
   const bool at = n.nr == SYS_execveat;
   const int dirfd = at ? static_cast<int>(n.args[0]) : AT_FDCWD;
-  platform::process_memory mem(n.pid);
-  auto path = mem.read_string(at ? n.args[1] : n.args[0], max_path);
+  auto path = c.caller.read_string(at ? n.args[1] : n.args[0], max_path);
   if (!path)
     return fail(path.error().code != 0 ? path.error().code : EFAULT);
   if (!c.still_waiting())
@@ -753,10 +850,9 @@ void syscall_mediator::decide_exec(mediated_worker& w, call& c, mediation_result
   if (path->empty()) {
     if (!at || (n.args[4] & AT_EMPTY_PATH) == 0)
       return fail(ENOENT);
-    if (int err = link_path("/proc/" + std::to_string(n.pid) + "/fd/" + std::to_string(dirfd), abs);
-        err != 0)
+    if (int err = c.caller.link_path("fd/" + std::to_string(dirfd), abs); err != 0)
       return fail(err);
-  } else if (int err = absolute(n.pid, dirfd, *path, abs); err != 0) {
+  } else if (int err = absolute(c.caller, dirfd, *path, abs); err != 0) {
     return fail(err);
   }
   pol::decision d;
@@ -784,7 +880,7 @@ void syscall_mediator::decide_exec(mediated_worker& w, call& c, mediation_result
   for (int depth = 0; depth < 4 && d.verdict != pol::action::deny; ++depth) {
     const std::string interpreter = script_interpreter(w.root.get(), script);
     std::string next;
-    if (interpreter.empty() || absolute(n.pid, AT_FDCWD, interpreter, next) != 0)
+    if (interpreter.empty() || absolute(c.caller, AT_FDCWD, interpreter, next) != 0)
       break;
     consider(next);
     script = next;

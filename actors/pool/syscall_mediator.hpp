@@ -51,6 +51,10 @@
 
 namespace castellan {
 
+namespace mediation {
+class mediated_caller; ///< the caller of one notification (mediated_caller.hpp)
+} // namespace mediation
+
 struct mediated_address; ///< a socket address copied out of a caller (mediated_network.cpp)
 struct mediated_message; ///< a message copied out of a caller (mediated_network.cpp)
 
@@ -70,6 +74,10 @@ struct mediated_worker {
   /// caller at every creation.
   int umask = -1;
   bool umask_changed = false;
+  /// The sandbox's network namespace, taken from a validated caller at
+  /// the first socket the supervisor creates for it (every process of a
+  /// sandbox shares it: setns and unshare are refused).
+  unique_fd netns;
 };
 
 /// What the mediator knows of the sandbox besides the policy: enough to
@@ -84,6 +92,9 @@ struct mediation_context {
   /// worker's Landlock domain, so where only a `deny` default speaks
   /// against it, the mediator applies these rights itself.
   bool landlock = false;
+  /// The file-system rights the worker's ruleset handles on this kernel:
+  /// the others it has everywhere.
+  uint64_t landlock_handled = 0;
   std::vector<platform::landlock_path_rule> landlock_paths;
 };
 
@@ -189,17 +200,24 @@ private:
   /// event; refuse: the static layers' errno). True when it answered.
   bool refused(call& c, const change_verdict& v);
   void send_denial_detail(const mediated_worker& w, const policy_event& e, int err) const;
-  void use_credentials_of(const mediated_worker& w);
+  /// Sets this thread's fsuid/fsgid to the worker's; false if they are not.
+  bool use_credentials_of(const mediated_worker& w);
+  /// Whether this thread has no supplementary group (dropping any it has).
+  bool without_groups();
   /// Gives this thread its own cwd and umask (unshare(CLONE_FS)) once, so
   /// that creations get the caller's umask and a bind can be made relative
   /// to a checked directory. False if the kernel refused.
   bool private_fs();
   /// Sets this thread's umask to the caller's (after private_fs()).
-  void use_umask_of(mediated_worker& w, pid_t tid);
+  void use_umask_of(mediated_worker& w, mediation::mediated_caller& who);
   /// Switches this thread's effective ids to the worker's for a socket
   /// operation whose peer sees the caller's credentials, and back.
   bool act_as_worker(const mediated_worker& w);
-  void act_as_self();
+  void act_as_self(const mediated_worker& w);
+  /// A socket created in the worker's network namespace (this thread
+  /// enters it for the creation and comes back), as the worker's effective
+  /// ids. The fd, or -1 with errno.
+  int worker_socket(call& c, int domain, int type);
 
   std::shared_ptr<const policy::compiled_policy> policy_;
   mediation_context context_;
@@ -209,6 +227,7 @@ private:
   uid_t current_fsuid_ = static_cast<uid_t>(-1);
   gid_t current_fsgid_ = static_cast<gid_t>(-1);
   int private_fs_ = 0; ///< 0 not tried, 1 done, -1 refused
+  unique_fd own_netns_; ///< this thread's own network namespace, to come back to
   bool one_step_fds_ = false;
 };
 
