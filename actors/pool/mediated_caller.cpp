@@ -1,9 +1,11 @@
 #include "actors/pool/mediated_caller.hpp"
 
 #include <fcntl.h>
+#include <poll.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <climits>
 #include <cstdlib>
@@ -192,22 +194,78 @@ outcome<void> mediated_caller::recheck(outcome<void> r) {
   return r;
 }
 
-outcome<void> mediated_caller::read(uint64_t addr, void* out, std::size_t len) {
-  platform::process_memory mem(tid_);
-  outcome<void> r;
+namespace {
+
+/// Whether the thread behind `pidfd` has exited (its pidfd is readable).
+bool exited(int pidfd) {
+  pollfd p{pidfd, POLLIN, 0};
+  return ::poll(&p, 1, 0) != 0;
+}
+
+} // namespace
+
+int mediated_caller::memory_fd(bool fresh) {
+  if (memory_ == nullptr)
+    return -1;
+  auto& v = memory_->entries;
+  auto it = std::find_if(v.begin(), v.end(), [&](const auto& e) { return e.tid == tid_; });
+  if (it != v.end() && (fresh || exited(it->pidfd.get()))) {
+    v.erase(it);
+    it = v.end();
+  }
+  if (it != v.end())
+    return it->mem.get();
+  long pfd = ::syscall(SYS_pidfd_open, tid_, PIDFD_THREAD);
+  if (pfd < 0 && errno == EINVAL)
+    pfd = ::syscall(SYS_pidfd_open, tid_, 0);
+  if (pfd < 0)
+    return -1;
+  caller_memory_cache::entry e;
+  e.tid = tid_;
+  e.pidfd.reset(static_cast<int>(pfd));
   {
     raised_capabilities step(ptrace_cap());
-    r = mem.read(addr, out, len);
+    const std::string path = "/proc/" + std::to_string(tid_) + "/mem";
+    e.mem.reset(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
   }
-  return recheck(std::move(r));
+  // Opened after the pidfd and the thread still lives: the number was its
+  // all along, so the fd reads its address space.
+  if (!e.mem || exited(e.pidfd.get()))
+    return -1;
+  if (v.size() >= caller_memory_cache::limit)
+    v.erase(v.begin());
+  v.push_back(std::move(e));
+  return v.back().mem.get();
+}
+
+template <class T, class Read>
+outcome<T> mediated_caller::read_memory(Read read) {
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    const int fd = memory_fd(attempt > 0);
+    if (fd < 0)
+      break;
+    platform::process_memory mem(tid_, fd);
+    auto r = read(mem);
+    // ENAMETOOLONG and the like are the caller's; a failed read may be an
+    // fd on an address space an exec replaced: once more with a fresh one.
+    if (r || (r.error().code != EFAULT && r.error().code != EIO))
+      return r;
+    if (attempt > 0) // /proc/<tid>/mem says EIO where process_vm_readv says EFAULT
+      return errno_failure("read memory of the caller", EFAULT);
+  }
+  platform::process_memory mem(tid_);
+  raised_capabilities step(ptrace_cap());
+  return read(mem);
+}
+
+outcome<void> mediated_caller::read(uint64_t addr, void* out, std::size_t len) {
+  return recheck(read_memory<void>(
+      [&](platform::process_memory& mem) { return mem.read(addr, out, len); }));
 }
 
 outcome<std::string> mediated_caller::read_string(uint64_t addr, std::size_t max_len) {
-  platform::process_memory mem(tid_);
-  outcome<std::string> s = [&] {
-    raised_capabilities step(ptrace_cap());
-    return mem.read_string(addr, max_len);
-  }();
+  auto s = read_memory<std::string>(
+      [&](platform::process_memory& mem) { return mem.read_string(addr, max_len); });
   if (s && checked_ && !still_waiting())
     return errno_failure("read memory of the caller", ESRCH);
   return s;

@@ -13,27 +13,50 @@ using platform::thread_capability_sets;
 /// This thread's sets when its scope began (valid while `active`).
 thread_local thread_capability_sets saved;
 thread_local bool active = false;
+/// Whether the last change left the effective set empty.
+thread_local bool empty = false;
 
 int set_effective(uint64_t effective) noexcept {
   thread_capability_sets s = saved;
   s.effective = effective & saved.permitted;
-  return platform::set_thread_capabilities(s);
+  const int rc = platform::set_thread_capabilities(s);
+  if (rc == 0)
+    empty = s.effective == 0;
+  else if (s.effective == 0)
+    empty = false;
+  return rc;
 }
 
 } // namespace
 
 without_capabilities::without_capabilities() noexcept {
-  if (active || platform::get_thread_capabilities(saved) != 0)
+  if (active) {
+    // The set is emptied after every raise and after every change of ids
+    // that could refill it (`empty` says whether that worked).
+    ok_ = empty;
+    return;
+  }
+  if (platform::get_thread_capabilities(saved) != 0)
     return;
   active = true;
+  owner_ = true;
   ok_ = set_effective(0) == 0;
 }
 
 without_capabilities::~without_capabilities() {
-  if (!active)
+  if (!owner_)
     return;
   active = false;
   (void)platform::set_thread_capabilities(saved);
+}
+
+bool drop_effective_for_good() noexcept {
+  if (!active) {
+    if (platform::get_thread_capabilities(saved) != 0)
+      return false;
+    active = true;
+  }
+  return set_effective(0) == 0;
 }
 
 raised_capabilities::raised_capabilities(uint64_t mask) noexcept {

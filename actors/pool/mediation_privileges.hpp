@@ -19,7 +19,9 @@
 namespace castellan::mediation {
 
 /// While it lives, the calling thread's effective set is empty; what was
-/// there before is restored when it ends. Scopes do not nest.
+/// there before is restored when it ends. Inside another scope, or on a
+/// thread that gave up its effective set for good
+/// (drop_effective_for_good), it only checks that the set is empty.
 class without_capabilities {
 public:
   without_capabilities() noexcept;
@@ -32,7 +34,15 @@ public:
 
 private:
   bool ok_ = false;
+  bool owner_ = false;
 };
+
+/// Empties the calling thread's effective set for the rest of its life:
+/// from then on it raises what a step of its own needs with
+/// raised_capabilities (the event source thread, which decides calls for
+/// workers, does this when it starts: two capset calls fewer per
+/// notification). False if the set could not be emptied.
+bool drop_effective_for_good() noexcept;
 
 /// Raises `mask` (as far as the thread's permitted set has it) for one step
 /// of the supervisor's own, inside a without_capabilities scope, and empties

@@ -45,15 +45,12 @@
 
 #include "actors/exec_messages.hpp"
 #include "actors/policy/engine/compiled_policy.hpp"
+#include "actors/pool/mediated_caller.hpp"
 #include "ipc/unique_fd.hpp"
 #include "platform/linux/landlock.hpp"
 #include "platform/linux/seccomp_notify.hpp"
 
 namespace castellan {
-
-namespace mediation {
-class mediated_caller; ///< the caller of one notification (mediated_caller.hpp)
-} // namespace mediation
 
 struct mediated_address; ///< a socket address copied out of a caller (mediated_network.cpp)
 struct mediated_message; ///< a message copied out of a caller (mediated_network.cpp)
@@ -78,6 +75,8 @@ struct mediated_worker {
   /// the first socket the supervisor creates for it (every process of a
   /// sandbox shares it: setns and unshare are refused).
   unique_fd netns;
+  /// The memory of the sandbox's threads that called lately.
+  mediation::caller_memory_cache memory;
 };
 
 /// What the mediator knows of the sandbox besides the policy: enough to

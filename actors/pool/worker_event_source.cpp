@@ -17,6 +17,7 @@
 #include <caf/send.hpp>
 #include <spdlog/spdlog.h>
 
+#include "actors/pool/mediation_privileges.hpp"
 #include "actors/pool/pool_actor.hpp"
 
 namespace castellan {
@@ -88,6 +89,12 @@ worker_event_source::start(caf::strong_actor_ptr pool,
     // (glibc's setgroups changes all).
     if (s->mediator_ && ::geteuid() == 0)
       (void)::syscall(SYS_setgroups, 0, nullptr);
+    // Nor any effective capability: what it does for a worker is checked
+    // as the worker's own call; its own steps raise what they need
+    // (mediation_privileges.hpp). A thread that keeps them decides nothing
+    // (each call answers EPERM).
+    if (s->mediator_ && !mediation::drop_effective_for_good())
+      spdlog::error("pool event source: cannot empty its effective capabilities");
     s->run();
   });
   if (auto why = adoption.get(); why) {
@@ -194,7 +201,11 @@ void worker_event_source::on_control(uint64_t id, watched& w) {
   auto& m = w.mediated;
   if (m.listener)
     return;
-  auto got = platform::take_listener(m.control_fd);
+  auto got = [&] {
+    // pidfd_getfd of the worker's listener: a step of the supervisor's own.
+    mediation::raised_capabilities step(mediation::ptrace_cap());
+    return platform::take_listener(m.control_fd);
+  }();
   if (!got && (got.error().code == EAGAIN || got.error().code == EINTR)) {
     arm_control(id, m.control_fd);
     return;

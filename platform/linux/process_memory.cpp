@@ -30,7 +30,8 @@ ssize_t process_memory::read_some(uint64_t addr, void* out, std::size_t len) noe
       return -errno;
     use_proc_mem_ = true;
   }
-  if (!mem_) {
+  const int fd = borrowed_mem_ >= 0 ? borrowed_mem_ : mem_.get();
+  if (fd < 0) {
     const std::string path = "/proc/" + std::to_string(pid_) + "/mem";
     mem_.reset(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
     if (!mem_)
@@ -38,7 +39,7 @@ ssize_t process_memory::read_some(uint64_t addr, void* out, std::size_t len) noe
   }
   if (addr > static_cast<uint64_t>(INT64_MAX))
     return -EFAULT;
-  const ssize_t n = ::pread(mem_.get(), out, len, static_cast<off_t>(addr));
+  const ssize_t n = ::pread(fd >= 0 ? fd : mem_.get(), out, len, static_cast<off_t>(addr));
   return n >= 0 ? n : -errno;
 }
 

@@ -24,6 +24,10 @@ class process_memory {
 public:
   /// Reads from `pid` (a thread id is fine).
   explicit process_memory(pid_t pid) noexcept : pid_(pid) {}
+  /// Reads through `mem_fd`, an open /proc/<pid>/mem of `pid` that the
+  /// caller keeps open (it is not closed here).
+  process_memory(pid_t pid, int mem_fd) noexcept
+    : pid_(pid), use_proc_mem_(true), borrowed_mem_(mem_fd) {}
 
   /// Copies exactly `len` bytes at `addr` into `out`; a short read (an
   /// unmapped page inside the range) is an error (EFAULT).
@@ -48,6 +52,7 @@ private:
   pid_t pid_;
   bool use_proc_mem_ = false; ///< process_vm_readv was refused with ENOSYS/EPERM
   unique_fd mem_;             ///< /proc/<pid>/mem, opened on first use
+  int borrowed_mem_ = -1;     ///< a /proc/<pid>/mem the caller holds
 };
 
 } // namespace castellan::platform

@@ -601,6 +601,23 @@ BOOST_AUTO_TEST_CASE(strings_and_bytes_are_copied_with_limits) {
   BOOST_TEST(!mem.read(~uint64_t{0} - 2, buf, 4)); // wraps around
 }
 
+BOOST_AUTO_TEST_CASE(reads_through_a_mem_fd_the_caller_holds) {
+  static const char text[] = "/tmp/through/mem";
+  frozen_child child;
+  unique_fd fd(::open(("/proc/" + std::to_string(child.pid) + "/mem").c_str(),
+                      O_RDONLY | O_CLOEXEC));
+  BOOST_REQUIRE(fd);
+  {
+    process_memory mem(child.pid, fd.get());
+    auto s = mem.read_string(reinterpret_cast<uint64_t>(text), 4095);
+    BOOST_REQUIRE_MESSAGE(s, (s ? "" : s.error().describe()));
+    BOOST_TEST(*s == text);
+    BOOST_TEST(!mem.read_string(0, 4095));
+  }
+  // Not closed by the reader: it belongs to whoever lent it.
+  BOOST_TEST(::fcntl(fd.get(), F_GETFD) >= 0);
+}
+
 BOOST_AUTO_TEST_CASE(a_write_lands_in_the_other_process) {
   static char word[8] = "before";
   frozen_child child;
