@@ -1,11 +1,9 @@
 #include "actors/pool/mediated_caller.hpp"
 
 #include <fcntl.h>
-#include <poll.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include <algorithm>
 #include <cerrno>
 #include <climits>
 #include <cstdlib>
@@ -194,64 +192,28 @@ outcome<void> mediated_caller::recheck(outcome<void> r) {
   return r;
 }
 
-namespace {
-
-/// Whether the thread behind `pidfd` has exited (its pidfd is readable).
-bool exited(int pidfd) {
-  pollfd p{pidfd, POLLIN, 0};
-  return ::poll(&p, 1, 0) != 0;
-}
-
-} // namespace
-
-int mediated_caller::memory_fd(bool fresh) {
-  if (memory_ == nullptr)
-    return -1;
-  auto& v = memory_->entries;
-  auto it = std::find_if(v.begin(), v.end(), [&](const auto& e) { return e.tid == tid_; });
-  if (it != v.end() && (fresh || exited(it->pidfd.get()))) {
-    v.erase(it);
-    it = v.end();
-  }
-  if (it != v.end())
-    return it->mem.get();
-  long pfd = ::syscall(SYS_pidfd_open, tid_, PIDFD_THREAD);
-  if (pfd < 0 && errno == EINVAL)
-    pfd = ::syscall(SYS_pidfd_open, tid_, 0);
-  if (pfd < 0)
-    return -1;
-  caller_memory_cache::entry e;
-  e.tid = tid_;
-  e.pidfd.reset(static_cast<int>(pfd));
-  {
+int mediated_caller::memory_fd() {
+  if (mem_)
+    return mem_.get();
+  const std::string path = "/proc/" + std::to_string(tid_) + "/mem";
+  // As the worker first: a dumpable caller's memory is its own uid's.
+  mem_.reset(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!mem_ && (errno == EACCES || errno == EPERM)) {
     raised_capabilities step(ptrace_cap());
-    const std::string path = "/proc/" + std::to_string(tid_) + "/mem";
-    e.mem.reset(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+    mem_.reset(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
   }
-  // Opened after the pidfd and the thread still lives: the number was its
-  // all along, so the fd reads its address space.
-  if (!e.mem || exited(e.pidfd.get()))
-    return -1;
-  if (v.size() >= caller_memory_cache::limit)
-    v.erase(v.begin());
-  v.push_back(std::move(e));
-  return v.back().mem.get();
+  return mem_ ? mem_.get() : -1;
 }
 
 template <class T, class Read>
 outcome<T> mediated_caller::read_memory(Read read) {
-  for (int attempt = 0; attempt < 2; ++attempt) {
-    const int fd = memory_fd(attempt > 0);
-    if (fd < 0)
-      break;
+  if (const int fd = memory_fd(); fd >= 0) {
     platform::process_memory mem(tid_, fd);
     auto r = read(mem);
-    // ENAMETOOLONG and the like are the caller's; a failed read may be an
-    // fd on an address space an exec replaced: once more with a fresh one.
-    if (r || (r.error().code != EFAULT && r.error().code != EIO))
-      return r;
-    if (attempt > 0) // /proc/<tid>/mem says EIO where process_vm_readv says EFAULT
+    // /proc/<tid>/mem says EIO where process_vm_readv says EFAULT.
+    if (!r && r.error().code == EIO)
       return errno_failure("read memory of the caller", EFAULT);
+    return r;
   }
   platform::process_memory mem(tid_);
   raised_capabilities step(ptrace_cap());

@@ -14,23 +14,24 @@
 /// held: its cwd, fds, status, memory and network namespace are reached
 /// through them only.
 ///
-/// Memory is the exception that is looked up by number: every read is
-/// followed by ID_VALID before what was read is used, so a read of some
-/// other process is never acted on. Reads go through a /proc/<tid>/mem kept
-/// per thread of the sandbox (caller_memory_cache) next to a pidfd of that
-/// thread: while the pidfd says the thread lives, the number is its and the
-/// fd reads its address space (after an exec the old one is gone, a read
-/// fails, and the fd is opened again). Opening it needs CAP_SYS_PTRACE;
-/// reading through it needs nothing, so a thread's later calls cost no
-/// capability change. A write (sendmmsg's msg_len) goes through the
-/// caller's own /proc/<tid>/mem opened from its validated directory.
+/// Memory is the exception that is looked up by number: its
+/// /proc/<tid>/mem is opened once per notification, and every read through
+/// it is followed by ID_VALID before what was read is used (while the
+/// caller waits, the number is its), so a read of some other process is
+/// never acted on. The open is made as the worker (its fsuid, no
+/// capability: a dumpable caller's memory is the worker's own), with
+/// CAP_SYS_PTRACE only for a caller that is not dumpable. The fd is not
+/// kept across notifications: a thread that shared its address space with
+/// another process (a vfork child) keeps the thread and the number after
+/// its exec, but the old fd would go on reading the other process. A write
+/// (sendmmsg's msg_len) goes through the caller's own /proc/<tid>/mem
+/// opened from its validated directory.
 
 #include <sys/types.h>
 
 #include <cstddef>
 #include <cstdint>
 #include <string>
-#include <vector>
 
 #include "ipc/result.hpp"
 #include "ipc/unique_fd.hpp"
@@ -38,24 +39,11 @@
 
 namespace castellan::mediation {
 
-/// The /proc/<tid>/mem of the threads of one sandbox that called lately
-/// (at most `limit`), each with a pidfd of its thread.
-struct caller_memory_cache {
-  static constexpr std::size_t limit = 32;
-  struct entry {
-    pid_t tid = 0;
-    unique_fd pidfd;
-    unique_fd mem;
-  };
-  std::vector<entry> entries;
-};
-
 class mediated_caller {
 public:
   mediated_caller() = default;
-  mediated_caller(pid_t tid, const platform::notify_listener* listener, uint64_t id,
-                  caller_memory_cache* memory = nullptr) noexcept
-    : tid_(tid), listener_(listener), id_(id), memory_(memory) {}
+  mediated_caller(pid_t tid, const platform::notify_listener* listener, uint64_t id) noexcept
+    : tid_(tid), listener_(listener), id_(id) {}
 
   /// The host thread id of the notification (for events and logs only).
   pid_t tid() const noexcept { return tid_; }
@@ -111,21 +99,21 @@ private:
   int validate_new_handle(unique_fd& handle);
   /// After a read by number, once the arguments were checked.
   outcome<void> recheck(outcome<void> r);
-  /// The thread's /proc/<tid>/mem from the cache (opened when missing, or
-  /// again when `fresh`); -1 when there is none.
-  int memory_fd(bool fresh);
-  /// Runs `read` on a process_memory of the caller: through the cached
-  /// fd, once more through a fresh one if that failed, else by number.
+  /// The caller's /proc/<tid>/mem for this notification (opened on first
+  /// use); -1 when it cannot be opened.
+  int memory_fd();
+  /// Runs `read` on a process_memory of the caller: through memory_fd(),
+  /// else with process_vm_readv.
   template <class T, class Read>
   outcome<T> read_memory(Read read);
 
   pid_t tid_ = 0;
   const platform::notify_listener* listener_ = nullptr;
   uint64_t id_ = 0;
-  caller_memory_cache* memory_ = nullptr;
   bool checked_ = false;
   unique_fd proc_;
   unique_fd pidfd_;
+  unique_fd mem_;
   long ns_tgid_ = 0;
   long ns_tid_ = 0;
 };

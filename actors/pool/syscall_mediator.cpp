@@ -416,7 +416,7 @@ std::optional<mediation_result> syscall_mediator::handle(mediated_worker& w) {
     (void)w.listener->respond_error(n->id, EPERM);
     return std::nullopt;
   }
-  c.caller = mediation::mediated_caller(n->pid, w.listener.get(), n->id, &w.memory);
+  c.caller = mediation::mediated_caller(n->pid, w.listener.get(), n->id);
   // From here until the answer this thread holds no effective capability:
   // what it does for the worker, the kernel checks as the worker's own.
   mediation::without_capabilities unprivileged;

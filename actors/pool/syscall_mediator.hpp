@@ -75,8 +75,9 @@ struct mediated_worker {
   /// the first socket the supervisor creates for it (every process of a
   /// sandbox shares it: setns and unshare are refused).
   unique_fd netns;
-  /// The memory of the sandbox's threads that called lately.
-  mediation::caller_memory_cache memory;
+  /// Its user namespace, for a supervisor that can enter the network
+  /// namespace only through it (an unprivileged one).
+  unique_fd userns;
 };
 
 /// What the mediator knows of the sandbox besides the policy: enough to
