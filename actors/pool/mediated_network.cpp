@@ -28,12 +28,15 @@
 ///     anti-escape filter and the namespaces bound the rest.
 
 #include <fcntl.h>
+#include <linux/capability.h>
 #include <sched.h>
+#include <signal.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/un.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -83,6 +86,76 @@ bool caller_cloexec(mediated_caller& who, int fd) {
     return true;
   const char* flags = std::strstr(buf, "flags:");
   return flags == nullptr || (std::strtoul(flags + 6, nullptr, 8) & O_CLOEXEC) != 0;
+}
+
+/// A socket made by a child that enters the user namespace `userns` and the
+/// network namespace `netns`, empties all its capability sets and creates
+/// it, then hands it over (SCM_RIGHTS). For a supervisor that cannot enter
+/// `netns` itself. The fd, or -1 with errno.
+int socket_in_namespaces(int userns, int netns, int domain, int type) {
+  int sv[2];
+  if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0)
+    return -1;
+  unique_fd mine(sv[0]);
+  unique_fd theirs(sv[1]);
+  // A raw clone: the child of a multithreaded process runs system calls
+  // only (no allocation, no lock, no atfork handler) and _exits.
+  const long pid = ::syscall(SYS_clone, SIGCHLD, 0, 0, 0, 0);
+  if (pid < 0)
+    return -1;
+  if (pid == 0) {
+    int result = 0;
+    if (::syscall(SYS_setns, userns, CLONE_NEWUSER) != 0 ||
+        ::syscall(SYS_setns, netns, CLONE_NEWNET) != 0) {
+      result = errno;
+    } else {
+      // Entering the user namespace gave it every capability there: none
+      // may stay on the socket's credentials.
+      __user_cap_header_struct header{_LINUX_CAPABILITY_VERSION_3, 0};
+      __user_cap_data_struct data[2] = {};
+      const int s = ::syscall(SYS_capset, &header, data) != 0 ? -1 : ::socket(domain, type, 0);
+      if (s < 0) {
+        result = errno;
+      } else {
+        char control[CMSG_SPACE(sizeof(int))] = {};
+        iovec iov{&result, sizeof result};
+        msghdr h{};
+        h.msg_iov = &iov;
+        h.msg_iovlen = 1;
+        h.msg_control = control;
+        h.msg_controllen = sizeof control;
+        cmsghdr* cm = CMSG_FIRSTHDR(&h);
+        cm->cmsg_level = SOL_SOCKET;
+        cm->cmsg_type = SCM_RIGHTS;
+        cm->cmsg_len = CMSG_LEN(sizeof(int));
+        std::memcpy(CMSG_DATA(cm), &s, sizeof s);
+        (void)::sendmsg(sv[1], &h, MSG_NOSIGNAL);
+        ::_exit(0);
+      }
+    }
+    (void)::send(sv[1], &result, sizeof result, MSG_NOSIGNAL);
+    ::_exit(0);
+  }
+  theirs.reset();
+  int result = EIO;
+  char control[CMSG_SPACE(sizeof(int))] = {};
+  iovec iov{&result, sizeof result};
+  msghdr h{};
+  h.msg_iov = &iov;
+  h.msg_iovlen = 1;
+  h.msg_control = control;
+  h.msg_controllen = sizeof control;
+  const ssize_t n = ::recvmsg(mine.get(), &h, MSG_CMSG_CLOEXEC);
+  int fd = -1;
+  const cmsghdr* cm = n > 0 ? CMSG_FIRSTHDR(&h) : nullptr;
+  if (cm != nullptr && cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_RIGHTS)
+    std::memcpy(&fd, CMSG_DATA(cm), sizeof fd);
+  (void)::waitpid(static_cast<pid_t>(pid), nullptr, __WALL);
+  if (fd < 0) {
+    errno = n == static_cast<ssize_t>(sizeof result) && result != 0 ? result : EIO;
+    return -1;
+  }
+  return fd;
 }
 
 /// "tcp 203.0.113.5:80", "udp [2001:db8::1]:53".
@@ -394,8 +467,21 @@ int syscall_mediator::worker_socket(call& c, int domain, int type) {
   // the host's. setns(CLONE_NEWNET) changes this thread only.
   {
     mediation::raised_capabilities step(mediation::setns_cap());
-    if (::setns(w.netns.get(), CLONE_NEWNET) != 0)
-      return -1;
+    if (::setns(w.netns.get(), CLONE_NEWNET) != 0) {
+      if (errno != EPERM)
+        return -1;
+      // A supervisor without CAP_SYS_ADMIN in its own user namespace (one
+      // that runs unprivileged) cannot enter the worker's network namespace
+      // from here; a child of it can, through the worker's user namespace,
+      // which the supervisor owns.
+      if (!w.userns) {
+        unique_fd ns(c.caller.open_at("ns/user", O_RDONLY));
+        if (!ns)
+          return -1;
+        w.userns = std::move(ns);
+      }
+      return socket_in_namespaces(w.userns.get(), w.netns.get(), domain, type);
+    }
   }
   const int fd = ::socket(domain, type, 0);
   const int err = errno;

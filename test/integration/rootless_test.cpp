@@ -247,6 +247,8 @@ server.listen()
 client = socket.socket(socket.AF_UNIX)
 client.connect("/tmp/s")
 print("connected", server.getsockname())
+cookie = lambda s: s.getsockopt(socket.SOL_SOCKET, 71, 8)  # SO_NETNS_COOKIE
+print("netns", "sandbox" if cookie(client) == cookie(socket.socket(socket.AF_UNIX)) else "other")
 )PY";
   auto r =
       as_nobody({inst.path("bin/castellan").string(), "exec", "--json", "--policy", policy, code});
@@ -257,6 +259,10 @@ print("connected", server.getsockname())
                       "/tmp/keep/f)") != std::string::npos,
              out);
   BOOST_TEST(out.find("owner 1000\n") != std::string::npos, out);
+  // The socket the supervisor made for the connect is the sandbox's, made
+  // by a child that entered the worker's namespaces (an unprivileged
+  // supervisor cannot setns into them itself).
+  BOOST_TEST(out.find("netns sandbox\n") != std::string::npos, out);
   BOOST_TEST(out.find("connected /tmp/s\n") != std::string::npos, out);
   BOOST_REQUIRE(j["events"].size() == 1u);
   BOOST_TEST(j["events"][0]["syscall"] == "unlink");
