@@ -246,6 +246,9 @@ struct mediated_fork_pool : fork_pool {
 BOOST_FIXTURE_TEST_CASE(fork_mediated_proc, mediated_fork_pool) {
   expect("fork_mediated_proc", {"EACCES"});
 }
+BOOST_FIXTURE_TEST_CASE(fork_control_socket, mediated_fork_pool) {
+  expect_sequence("fork_control_socket", {"restored"});
+}
 
 BOOST_AUTO_TEST_SUITE_END()
 

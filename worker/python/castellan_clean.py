@@ -16,7 +16,8 @@ subreaper and has no child left), the zygote calls `Cleaner.clean()`, which:
   queue of the worker's IPC namespace (the code runs as the namespace's only
   user, so it can remove them all);
 - drains the control socket (denial records the supervisor wrote for the
-  earlier exec) into a buffer it then zeroes;
+  earlier exec) into a buffer it then zeroes, and gives it back its buffer
+  sizes;
 - clears the file status flags (O_NONBLOCK, O_ASYNC) the code may have set
   on the fd 1/2 pipes, whose open file descriptions every exec shares, and
   gives them back their size.
@@ -48,6 +49,11 @@ _F_SETFL = 4
 _F_SETPIPE_SZ = 1031
 _F_GETPIPE_SZ = 1032
 _PIPE_SIZE = 65536
+
+# socket(7).
+_SOL_SOCKET = 1
+_SO_SNDBUF = 7
+_SO_RCVBUF = 8
 
 # System V IPC (include/uapi/linux/{ipc,shm,sem,msg}.h).
 _IPC_RMID = 0
@@ -115,6 +121,17 @@ class Cleaner:
         self._ipc_buf = ctypes.create_string_buffer(256)
         self._control_fd = control_fd
         self._scratch = bytearray(65536)
+        self._getsockopt = libc.getsockopt
+        self._setsockopt = libc.setsockopt
+        self._sockopt = ctypes.c_int(0)
+        self._sockopt_len = ctypes.c_uint(ctypes.sizeof(ctypes.c_int))
+        # The control socket's buffer sizes as the worker started, which an
+        # exec could shrink (so that the supervisor's records for the next
+        # exec no longer fit).
+        self._control_buffers = {}
+        if control_fd is not None:
+            for option in (_SO_RCVBUF, _SO_SNDBUF):
+                self._control_buffers[option] = self._socket_option(option)
         self._stdio = stdio
         mounts = list(_mounts())
         points = [m[0] for m in mounts]
@@ -237,12 +254,32 @@ class Cleaner:
 
     # --- shared fds ---------------------------------------------------------------------
 
+    def _socket_option(self, option):
+        self._sockopt_len.value = ctypes.sizeof(ctypes.c_int)
+        if self._getsockopt(self._control_fd, _SOL_SOCKET, option, ctypes.byref(self._sockopt),
+                            ctypes.byref(self._sockopt_len)) != 0:
+            raise _Unclean(f"getsockopt on the control socket: "
+                           f"{os.strerror(ctypes.get_errno())}")
+        return self._sockopt.value
+
+    def _restore_control_buffers(self):
+        for option, value in self._control_buffers.items():
+            if self._socket_option(option) == value:
+                continue
+            # The kernel doubles what is set (and reports the doubled size).
+            self._sockopt.value = value // 2
+            if (self._setsockopt(self._control_fd, _SOL_SOCKET, option,
+                                 ctypes.byref(self._sockopt), ctypes.sizeof(ctypes.c_int)) != 0
+                    or self._socket_option(option) != value):
+                raise _Unclean("cannot give the control socket its buffer size back")
+
     def _drain_control(self):
         """Denial records of the earlier exec, read into a buffer zeroed
         afterwards. A read of 0 bytes means the socket was shut down (the
         supervisor never sends an empty record)."""
         if self._control_fd is None:
             return
+        self._restore_control_buffers()
         # Non-blocking again first: the flag belongs to the socket's open
         # file description, which the code shared.
         fcntl.fcntl(self._control_fd, _F_SETFL, os.O_NONBLOCK)
