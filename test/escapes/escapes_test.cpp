@@ -229,6 +229,9 @@ BOOST_AUTO_TEST_CASE(fork_ring_memfd) { expect("fork_ring_memfd", {"ENOENT"}); }
 BOOST_AUTO_TEST_CASE(fork_signal_zygote) {
   expect("fork_signal_zygote", {platform::landlock_abi() >= 6 ? "EPERM" : "ok"});
 }
+BOOST_AUTO_TEST_CASE(fork_kill_all) {
+  expect("fork_kill_all", {platform::landlock_abi() >= 6 ? "zygote alive" : "zygote killed"});
+}
 BOOST_AUTO_TEST_CASE(fork_zygote_pipe) { expect_sequence("fork_zygote_pipe", {"own"}); }
 BOOST_AUTO_TEST_CASE(fork_memory_secret) { expect_sequence("fork_memory_secret", {"clean"}); }
 BOOST_AUTO_TEST_CASE(fork_tmp_files) { expect_sequence("fork_tmp_files", {"empty"}); }
