@@ -48,12 +48,18 @@ constexpr pol::fs_access refer_perm = pol::to_access(pol::fs_perm::refer);
 
 /// The interpreter a script at `path` (inside the worker's root) names on
 /// its #! line, as the kernel reads it (the first line of at most the first
-/// 256 bytes, the word after "#!"); "" for anything else. Only a regular
-/// file is opened, and without waiting (no FIFO can hold this thread).
+/// 256 bytes, the word after "#!"); "" for anything else. This thread reads
+/// as the supervisor, so it reads only what the kernel would: a regular
+/// file with an execute bit (the kernel runs nothing else), outside /proc
+/// (another process's entries), opened without waiting.
 std::string script_interpreter(int root, const std::string& path) {
   unique_fd opath(open_in_root(root, path, O_PATH | O_CLOEXEC));
   struct stat st;
-  if (!opath || ::fstat(opath.get(), &st) != 0 || !S_ISREG(st.st_mode))
+  if (!opath || ::fstat(opath.get(), &st) != 0 || !S_ISREG(st.st_mode) ||
+      (st.st_mode & 0111) == 0)
+    return {};
+  std::string where;
+  if (fd_path(opath.get(), where) != 0 || where == "/proc" || where.rfind("/proc/", 0) == 0)
     return {};
   const std::string self = "/proc/self/fd/" + std::to_string(opath.get());
   unique_fd file(::open(self.c_str(), O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC));
