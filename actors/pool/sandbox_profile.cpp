@@ -224,9 +224,7 @@ outcome<void> apply_policy(const policy::policy_document& doc, pool_config& cfg)
         for (const auto& path : expand(rule.path))
           allow(path);
     // The kernel opens the ELF interpreter for execution too.
-    for (const char* loader : {"/lib64/ld-linux-x86-64.so.2", "/lib/ld-linux-aarch64.so.1",
-                               "/usr/lib/x86_64-linux-gnu/ld-linux-x86-64.so.2",
-                               "/usr/lib/aarch64-linux-gnu/ld-linux-aarch64.so.1"})
+    for (const auto& loader : elf_loaders())
       if (exists(loader))
         allow(loader);
   }
@@ -273,6 +271,14 @@ outcome<void> apply_policy(const policy::policy_document& doc, pool_config& cfg)
       cfg.ring_capacity <<= 1;
   }
   return {};
+}
+
+const std::vector<std::string>& elf_loaders() {
+  static const std::vector<std::string> loaders = {
+    "/lib64/ld-linux-x86-64.so.2", "/lib/ld-linux-aarch64.so.1",
+    "/usr/lib/x86_64-linux-gnu/ld-linux-x86-64.so.2",
+    "/usr/lib/aarch64-linux-gnu/ld-linux-aarch64.so.1"};
+  return loaders;
 }
 
 std::string sandboxed_harness_path(const std::string& harness) {

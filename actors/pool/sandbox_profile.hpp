@@ -102,6 +102,11 @@ std::string explain_missing_program(const std::vector<std::string>& argv, int ex
 std::string explain_refused_exec(const std::vector<std::string>& argv, int exit_code,
                                  const std::string& stderr_data, const sandbox_profile& profile);
 
+/// The ELF interpreters (dynamic loaders) an allowed program may name: the
+/// kernel opens them for execution as it opens a program, so they keep
+/// Landlock EXECUTE under an exec deny (docs/security.md, "Exec rules").
+const std::vector<std::string>& elf_loaders();
+
 /// The harness's path inside the sandbox.
 std::string sandboxed_harness_path(const std::string& harness);
 

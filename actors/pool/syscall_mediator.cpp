@@ -866,10 +866,19 @@ void syscall_mediator::decide_exec(mediated_worker& w, call& c, mediation_result
   // The program, lexically and resolved in the root (the more restrictive
   // wins); then, for a script, the interpreter its #! line names, which the
   // kernel starts as a program too (up to four levels, as the kernel).
+  // The dynamic loader keeps Landlock EXECUTE for the programs that name
+  // it: run as a program itself it is refused here by the exec default too
+  // (a deny default, not left to the static layers), unless a rule allows
+  // it. The kernel's own loading of an ELF interpreter is no system call.
+  auto is_loader = [](const std::string& p) {
+    const auto& l = elf_loaders();
+    return std::find(l.begin(), l.end(), p) != l.end();
+  };
   auto consider = [&](const std::string& program) {
     const std::string lexical = normalise(program);
     auto weigh = [&](const std::string& p) {
-      const auto dp = rules_only(policy_->check_exec(p));
+      const auto full = policy_->check_exec(p);
+      const auto dp = is_loader(p) ? full : rules_only(full);
       if (target.empty() || static_cast<int>(dp.verdict) > static_cast<int>(d.verdict)) {
         d = dp;
         target = p;

@@ -261,6 +261,18 @@ BOOST_FIXTURE_TEST_CASE(a_script_whose_interpreter_is_denied_is_refused, mediate
   BOOST_TEST(e->syscall == "execve");
 }
 
+BOOST_FIXTURE_TEST_CASE(the_loader_run_as_a_program_is_refused_by_the_exec_default,
+                        mediated_pool) {
+  // ld.so keeps Landlock EXECUTE for the programs that name it; run as a
+  // program (here to start the denied shell) the decided exec refuses it.
+  auto r = run({"/lib64/ld-linux-x86-64.so.2", "/usr/bin/dash", "-c", "echo ran"});
+  BOOST_TEST_MESSAGE(r.exit_code << " " << r.stdout_data << r.stderr_data << r.detail);
+  BOOST_TEST(r.stdout_data.find("ran") == std::string::npos, r.stdout_data);
+  const auto* e = find_event(r, "syscall_denied", "/lib64/ld-linux-x86-64.so.2");
+  BOOST_REQUIRE(e != nullptr);
+  BOOST_TEST(e->rule == "default");
+}
+
 BOOST_FIXTURE_TEST_CASE(an_optimistic_read_of_a_denied_path_kills_the_worker, mediated_pool) {
   auto r = exec_code(pool, R"(
 import os
