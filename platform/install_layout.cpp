@@ -50,9 +50,7 @@ outcome<install_layout> find_install_layout() {
     out.harness = first_existing({prefix + "/share/castellan/python/castellan_harness.py",
                                   exe_dir + "/../share/castellan/python/castellan_harness.py"},
                                  R_OK);
-  out.policies_dir = first_existing({prefix + "/share/castellan/policies",
-                                     prefix + "/../policies", std::string(CASTELLAN_SOURCE_POLICIES)},
-                                    R_OK);
+  out.policies_dir = first_existing({prefix + "/share/castellan/policies"}, R_OK);
   if (out.worker_binary.empty() || !is_file(out.worker_binary, X_OK))
     return logic_failure("castellan-worker not found beside " + std::string(buf) +
                          " (set CASTELLAN_WORKER to its path)");
@@ -60,6 +58,14 @@ outcome<install_layout> find_install_layout() {
     return logic_failure("castellan_harness.py not found under " + prefix +
                          "/share/castellan/python (set CASTELLAN_HARNESS to its path)");
   return out;
+}
+
+std::string resolve_policy_argument(const install_layout& layout, const std::string& argument) {
+  const bool is_name = !argument.empty() && argument.find('/') == std::string::npos &&
+                       (argument.size() < 5 || argument.compare(argument.size() - 5, 5, ".json") != 0);
+  if (!is_name || layout.policies_dir.empty())
+    return argument;
+  return layout.policies_dir + "/" + argument + ".json";
 }
 
 } // namespace castellan::platform

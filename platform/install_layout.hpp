@@ -17,8 +17,14 @@ struct install_layout {
   std::string policies_dir;  ///< the pre-built policies (may be empty if absent)
 };
 
+/// What a policy argument names: a pre-built policy's name (`strict`: no '/'
+/// and no ".json") is `<policies_dir>/strict.json`; anything else is a path.
+std::string resolve_policy_argument(const install_layout& layout, const std::string& argument);
+
 /// Looks beside /proc/self/exe (and in ../bin, ../share/castellan), honouring
 /// the CASTELLAN_WORKER and CASTELLAN_HARNESS environment variables first.
+/// Nothing is compiled in: a build tree (build/bin, build/share/castellan) and
+/// an install (<prefix>/bin, <prefix>/share/castellan) have the same layout.
 outcome<install_layout> find_install_layout();
 
 } // namespace castellan::platform

@@ -299,6 +299,7 @@ outcome<platform::sandbox_spec> make_sandbox_spec(const sandbox_profile& profile
   h.target = sandbox_harness_dir;
   h.writable = false;
   h.exec = false;
+  h.captured_by_spawner = true;
   spec.root.binds.push_back(std::move(h));
   for (const auto& e : profile.extra_paths) {
     platform::bind_mount b;
@@ -306,6 +307,7 @@ outcome<platform::sandbox_spec> make_sandbox_spec(const sandbox_profile& profile
     b.target = e.path;
     b.writable = e.writable;
     b.exec = (e.landlock_access & platform::landlock_fs::execute) != 0;
+    b.captured_by_spawner = true;
     spec.root.binds.push_back(std::move(b));
   }
   // The default root's own masks (secrets inside the /etc it shows) stay.

@@ -31,6 +31,9 @@ constexpr int to_supervisor_child_fd = 5;
 constexpr int sandbox_spec_child_fd = 6;
 constexpr int egress_child_fd = 7;
 constexpr int control_child_fd = 8;
+/// The binds the supervisor captures for the worker (capture_bind_sources)
+/// come at 9, 10, …
+constexpr int first_bind_child_fd = 9;
 
 constexpr int status_child_fd = 9;
 
@@ -249,6 +252,7 @@ outcome<std::unique_ptr<worker_channel>> worker_channel::start(uint64_t id,
   unique_fd sealed;
   unique_fd egress_child; // the worker's end of the egress pair, open until the spawn
   unique_fd control_child;
+  std::vector<platform::detached_tree> captured_binds; ///< open until the spawn
   std::string cgroup_unavailable; ///< set when best_effort let the worker start without one
   const platform::cgroup_limits limits{cfg.limits.memory_bytes, cfg.limits.pids,
                                        cfg.limits.cpu_percent};
@@ -280,6 +284,16 @@ outcome<std::unique_ptr<worker_channel>> worker_channel::start(uint64_t id,
         spec.env.push_back(std::string(name) + "=localhost,127.0.0.1,::1");
       spec.fds.push_back({egress_child.get(), egress_child_fd});
     }
+    // The harness and the policy's own paths may lie below a directory the
+    // worker's user cannot enter (a checkout under a 0700 home): the
+    // supervisor captures them, the worker attaches what it is given.
+    auto trees = platform::capture_bind_sources(sb->root, first_bind_child_fd);
+    if (!trees)
+      return trees.error().wrap(what);
+    captured_binds = std::move(*trees);
+    for (std::size_t k = 0; k < captured_binds.size(); ++k)
+      spec.fds.push_back(
+        {captured_binds[k].fd.get(), first_bind_child_fd + static_cast<int>(k)});
     auto fd = platform::seal_sandbox_spec(*sb);
     if (!fd)
       return fd.error().wrap(what);

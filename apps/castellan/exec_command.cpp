@@ -61,7 +61,8 @@ void add_common_flags(CLI::App* cmd, exec_options& o) {
   cmd->add_option("--audit-log", o.audit_log,
                   "Append this run's audit records (JSON lines) to FILE");
   cmd->add_option("--policy", o.policy,
-                  "The policy file the workers run under (default: policies/default.json)");
+                  "The policy the workers run under: a file, or a pre-built policy by name "
+                  "(strict, no-network, …; default: default)");
   cmd->add_option("--request-policy", o.request_policy,
                   "A policy for this request only, on top of the pool's (--policy): a stricter "
                   "one runs on the warm workers in fork mode, narrowed in the exec's process; "
@@ -148,7 +149,8 @@ int run_request(const exec_options& o, exec_request req,
   // resolves in the policies directory.
   auto layout = platform::find_install_layout();
   const std::string policies_dir = layout ? layout->policies_dir : std::string();
-  std::string policy_path = o.policy;
+  std::string policy_path =
+    layout ? platform::resolve_policy_argument(*layout, o.policy) : o.policy;
   if (policy_path.empty() && !policies_dir.empty())
     policy_path = policies_dir + "/default.json";
   if (!policy_path.empty()) {
@@ -166,7 +168,9 @@ int run_request(const exec_options& o, exec_request req,
     // Resolved here, with its `extends` (names and paths) like --policy, and
     // sent as the merged policy's JSON: the request carries everything and
     // the supervisor reads no file of the client's.
-    auto doc = policy::load_policy(o.request_policy, policies_dir);
+    auto doc = policy::load_policy(
+      layout ? platform::resolve_policy_argument(*layout, o.request_policy) : o.request_policy,
+      policies_dir);
     if (!doc) {
       std::cerr << "castellan: invalid request policy: " << doc.to_failure().describe() << "\n";
       return usage_exit_code;

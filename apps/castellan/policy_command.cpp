@@ -21,6 +21,7 @@
 #include "actors/policy/engine/policy_loader.hpp"
 #include "actors/policy/engine/policy_parser.hpp"
 #include "apps/castellan/cli_context.hpp"
+#include "platform/install_layout.hpp"
 
 namespace castellan::cli {
 
@@ -48,7 +49,14 @@ void print_errors(const std::vector<pol::policy_error>& errors) {
     std::cerr << e.describe() << '\n';
 }
 
-pol::validated<pol::policy_document> load(const std::string& file, const std::string& dir) {
+/// Loads a policy file, or a pre-built policy by name (`strict`) when no
+/// file of that name exists here.
+pol::validated<pol::policy_document> load(const std::string& argument, const std::string& dir) {
+  std::string file = argument;
+  struct stat st;
+  if (::stat(argument.c_str(), &st) != 0)
+    if (auto layout = platform::find_install_layout())
+      file = platform::resolve_policy_argument(*layout, argument);
   return pol::load_policy(file, dir.empty() ? pol::parent_directory(file) : dir);
 }
 

@@ -33,6 +33,27 @@ outcome<detached_tree> clone_tree(const std::string& source) {
   return tree;
 }
 
+outcome<detached_tree> adopt_tree(int fd, const std::string& source) {
+  detached_tree tree;
+  tree.source = source;
+  tree.fd.reset(fd);
+  struct stat st;
+  if (::fstat(tree.fd.get(), &st) != 0)
+    return errno_failure("fstat the detached tree of " + source + " (fd " + std::to_string(fd) +
+                         ")");
+  // statx's STX_ATTR_MOUNT_ROOT tells the root of a mount from a plain
+  // directory fd: anything else would be bound from wherever it points.
+  struct statx sx;
+  if (::statx(tree.fd.get(), "", AT_EMPTY_PATH, STATX_BASIC_STATS, &sx) != 0)
+    return errno_failure("statx the detached tree of " + source);
+  if ((sx.stx_attributes_mask & STATX_ATTR_MOUNT_ROOT) != 0 &&
+      (sx.stx_attributes & STATX_ATTR_MOUNT_ROOT) == 0)
+    return logic_failure("fd " + std::to_string(fd) + " for " + source +
+                         " is not the root of a detached mount");
+  tree.is_dir = S_ISDIR(st.st_mode);
+  return tree;
+}
+
 outcome<void> set_tree_attributes(int tree_fd, uint64_t set, uint64_t clear, bool recursive,
                                   const std::string& what) {
   mount_attr attr{};

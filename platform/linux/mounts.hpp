@@ -29,6 +29,11 @@ outcome<void> make_mounts_private();
 /// Captures `source` (symlinks in it followed) as a detached tree.
 outcome<detached_tree> clone_tree(const std::string& source);
 
+/// Takes ownership of `fd`, a detached tree another process captured with
+/// clone_tree and passed on (the spawner captures what the worker's user
+/// cannot reach). Refuses an fd that is not the root of a detached tree.
+outcome<detached_tree> adopt_tree(int fd, const std::string& source);
+
 /// mount_setattr on a detached or attached tree: sets and clears MOUNT_ATTR_*
 /// bits, on every mount of the tree when `recursive`.
 outcome<void> set_tree_attributes(int tree_fd, uint64_t set, uint64_t clear, bool recursive,

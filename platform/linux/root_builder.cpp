@@ -153,6 +153,24 @@ outcome<void> validate(const root_spec& spec) {
   return {};
 }
 
+outcome<std::vector<detached_tree>> capture_bind_sources(root_spec& spec, int first_child_fd) {
+  std::vector<detached_tree> trees;
+  for (auto& b : spec.binds) {
+    b.source_fd = -1;
+    if (!b.captured_by_spawner)
+      continue;
+    auto tree = clone_tree(b.source);
+    if (!tree) {
+      if (b.optional && tree.error().code == ENOENT)
+        continue;
+      return tree.error().wrap("capture bind source for " + b.target);
+    }
+    b.source_fd = first_child_fd + static_cast<int>(trees.size());
+    trees.push_back(std::move(*tree));
+  }
+  return trees;
+}
+
 outcome<root_report> build_root(const root_spec& spec) {
   if (auto r = validate(spec); !r)
     return r.error();
@@ -168,7 +186,7 @@ outcome<root_report> build_root(const root_spec& spec) {
   std::vector<captured> trees;
   auto capture = [&](const bind_mount* b, bind_mount own) -> outcome<void> {
     const bind_mount& m = b ? *b : own;
-    auto tree = clone_tree(m.source);
+    auto tree = m.source_fd >= 0 ? adopt_tree(m.source_fd, m.source) : clone_tree(m.source);
     if (!tree) {
       if (m.optional && tree.error().code == ENOENT) {
         report.skipped.push_back(m.target + " (" + m.source + " missing)");

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "ipc/result.hpp"
+#include "platform/linux/mounts.hpp"
 #include "platform/worker_spec.hpp"
 
 namespace castellan::platform {
@@ -27,6 +28,13 @@ struct bind_mount {
   /// false: no line of its own in root_report::mounted (the /etc entries
   /// of installed packages are summed up in one line and root_report::etc).
   bool listed = true;
+  /// The spawning process captures the source (capture_bind_sources) instead
+  /// of the worker: for a source below a directory the worker's user cannot
+  /// enter (a build or install under a 0700 home directory).
+  bool captured_by_spawner = false;
+  /// The worker's fd of the detached tree the spawner captured; -1: the
+  /// worker captures `source` by path.
+  int source_fd = -1;
 };
 
 /// Where the sandbox's /etc came from (package_etc.hpp), for the report.
@@ -97,6 +105,13 @@ struct root_report {
 
 /// Checks the paths (absolute, normalised, no "..", no duplicate targets).
 outcome<void> validate(const root_spec& spec);
+
+/// Captures, in the calling process, the source of every bind marked
+/// captured_by_spawner (clone_tree), and sets its source_fd to the fd the
+/// worker will find it at: first_child_fd, first_child_fd + 1, … in the order
+/// of the returned trees, which the caller maps there. An optional source
+/// that is missing is left to the worker, which reports it skipped.
+outcome<std::vector<detached_tree>> capture_bind_sources(root_spec& spec, int first_child_fd);
 
 /// Builds the root and pivots into it (see the file comment). Needs
 /// CAP_SYS_ADMIN in the user namespace that owns the current mount and pid

@@ -37,7 +37,9 @@ json root_json(const root_spec& r) {
     binds.push_back({{"source", b.source},     {"target", b.target},
                      {"writable", b.writable}, {"exec", b.exec},
                      {"optional", b.optional}, {"device", b.device},
-                     {"listed", b.listed}});
+                     {"listed", b.listed},
+                     {"captured_by_spawner", b.captured_by_spawner},
+                     {"source_fd", b.source_fd}});
   json tmpfs = json::array();
   for (const auto& t : r.tmpfs)
     tmpfs.push_back(
@@ -133,7 +135,11 @@ void read_root(const json& j, const std::string& path, root_spec& r, std::string
     x.boolean("optional", b.optional);
     x.boolean("device", b.device);
     x.boolean("listed", b.listed);
+    x.boolean("captured_by_spawner", b.captured_by_spawner);
+    x.signed_number("source_fd", b.source_fd);
     x.finish();
+    if (b.source_fd < -1)
+      x.fail(p + "/source_fd", "not an fd (or -1)");
     r.binds.push_back(b);
   });
   r.tmpfs.clear();

@@ -45,7 +45,18 @@ struct exec_plan {
   char* const* envp;
   const int* staged; ///< spec->fds[i].parent_fd, duplicated above every target
   const in_process_start* in_process; ///< null: execve the spec's executable
+  /// The spec's executable, opened (O_PATH) by the caller and staged above
+  /// every target: the child runs it with execveat(AT_EMPTY_PATH), so it
+  /// needs no search permission on the directories above it (a build or
+  /// install below a 0700 home directory, which the worker's user cannot
+  /// enter, still starts).
+  int exec_fd;
 };
+
+/// execveat(plan.exec_fd, "", …, AT_EMPTY_PATH): returns only on failure.
+void exec_planned(const exec_plan& plan) noexcept {
+  ::syscall(SYS_execveat, plan.exec_fd, "", plan.argv, plan.envp, AT_EMPTY_PATH);
+}
 
 /// Default dispositions for every signal, then an empty mask (in that order:
 /// no handler of the supervisor may run in the child).
@@ -108,7 +119,7 @@ int apply_fd_plan(const exec_plan& plan, child_step& step, int& max_target) noex
   int max_target;
   if (int err = apply_fd_plan(plan, step, max_target))
     fail(err);
-  ::execve(plan.spec->executable.c_str(), plan.argv, plan.envp);
+  exec_planned(plan);
   fail(errno);
   ::_exit(127);
 }
@@ -141,7 +152,7 @@ int run_sandboxed_child(sandbox_child& self, void* arg) noexcept {
       ++argc;
     ::_exit(plan.in_process->main(argc, const_cast<char**>(plan.argv)));
   }
-  ::execve(plan.spec->executable.c_str(), plan.argv, plan.envp);
+  exec_planned(plan);
   self.fail(child_step::execve, errno);
 }
 
@@ -235,7 +246,25 @@ outcome<spawned_worker> spawn_worker(const worker_spec& spec,
     staged_owned.emplace_back(fd);
     staged.push_back(fd);
   }
-  exec_plan plan{&spec, argv.data(), envp.data(), staged.data(), in_process};
+  // The executable is opened here, with the caller's credentials, and
+  // staged like the mapped fds. An fd opened O_PATH runs with execveat: the
+  // kernel checks execute permission on the file itself, not on its path.
+  int exec_fd = -1;
+  if (in_process == nullptr) {
+    unique_fd exe(::open(spec.executable.c_str(), O_PATH | O_CLOEXEC));
+    if (!exe)
+      return errno_failure("spawn_worker: open " + spec.executable);
+    struct stat st;
+    if (::fstat(exe.get(), &st) != 0)
+      return errno_failure("spawn_worker: stat " + spec.executable);
+    if (!S_ISREG(st.st_mode))
+      return logic_failure("spawn_worker: " + spec.executable + " is not a regular file");
+    exec_fd = ::fcntl(exe.get(), F_DUPFD_CLOEXEC, floor);
+    if (exec_fd < 0)
+      return errno_failure("spawn_worker: staging the executable's fd");
+    staged_owned.emplace_back(exec_fd);
+  }
+  exec_plan plan{&spec, argv.data(), envp.data(), staged.data(), in_process, exec_fd};
 
   if (spec.isolation == isolation_mode::namespaces) {
     // The staged copies sit at [floor, floor + n): the start-up pipes go above.
