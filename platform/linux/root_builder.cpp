@@ -160,11 +160,10 @@ outcome<std::vector<detached_tree>> capture_bind_sources(root_spec& spec, int fi
     if (!b.captured_by_spawner)
       continue;
     auto tree = clone_tree(b.source);
-    if (!tree) {
-      if (b.optional && tree.error().code == ENOENT)
-        continue;
-      return tree.error().wrap("capture bind source for " + b.target);
-    }
+    if (!tree)
+      continue; // the worker tries by path and, failing, says why
+    // (an unprivileged supervisor may not clone mounts: EPERM; its
+    // worker reaches what the supervisor's own user can)
     b.source_fd = first_child_fd + static_cast<int>(trees.size());
     trees.push_back(std::move(*tree));
   }

@@ -109,8 +109,9 @@ outcome<void> validate(const root_spec& spec);
 /// Captures, in the calling process, the source of every bind marked
 /// captured_by_spawner (clone_tree), and sets its source_fd to the fd the
 /// worker will find it at: first_child_fd, first_child_fd + 1, … in the order
-/// of the returned trees, which the caller maps there. An optional source
-/// that is missing is left to the worker, which reports it skipped.
+/// of the returned trees, which the caller maps there. A source the caller
+/// cannot capture (missing; an unprivileged caller may not clone mounts) is
+/// left to the worker, which captures it by path or reports why not.
 outcome<std::vector<detached_tree>> capture_bind_sources(root_spec& spec, int first_child_fd);
 
 /// Builds the root and pivots into it (see the file comment). Needs

@@ -153,12 +153,29 @@ BOOST_AUTO_TEST_CASE(unsafe_or_unenforceable_specs_are_refused) {
   BOOST_TEST(!spawn_worker(spec));
 }
 
-BOOST_AUTO_TEST_CASE(exec_failure_names_the_step_the_path_and_errno) {
+BOOST_AUTO_TEST_CASE(a_missing_executable_is_named_before_the_clone) {
+  // The caller opens the executable (the child runs it from that fd).
   auto spec = sandboxed("/nonexistent/castellan-worker", {"x"});
   auto child = spawn_worker(spec);
   BOOST_REQUIRE(!child);
   BOOST_TEST(child.error().code == ENOENT);
-  BOOST_TEST(child.error().message.find("/nonexistent/castellan-worker") != std::string::npos);
+  BOOST_TEST(child.error().message.find("open /nonexistent/castellan-worker") != std::string::npos,
+             child.error().message);
+}
+
+BOOST_AUTO_TEST_CASE(exec_failure_names_the_step_the_path_and_errno) {
+  // A file the caller can open but nobody may execute fails in the child.
+  char path[] = "/var/tmp/castellan-not-executable-XXXXXX";
+  unique_fd f(::mkstemp(path));
+  BOOST_REQUIRE(f);
+  BOOST_REQUIRE(::fchmod(f.get(), 0644) == 0);
+  f.reset();
+  auto spec = sandboxed(path, {"x"});
+  auto child = spawn_worker(spec);
+  ::unlink(path);
+  BOOST_REQUIRE(!child);
+  BOOST_TEST(child.error().code == EACCES);
+  BOOST_TEST(child.error().message.find(path) != std::string::npos, child.error().message);
   BOOST_TEST(child.error().message.find("execve") != std::string::npos, child.error().message);
 }
 
