@@ -31,11 +31,10 @@ constexpr int to_supervisor_child_fd = 5;
 constexpr int sandbox_spec_child_fd = 6;
 constexpr int egress_child_fd = 7;
 constexpr int control_child_fd = 8;
-/// The binds the supervisor captures for the worker (capture_bind_sources)
-/// come at 9, 10, …
-constexpr int first_bind_child_fd = 9;
-
 constexpr int status_child_fd = 9;
+/// The binds the supervisor captures for the worker (capture_bind_sources)
+/// come at 10, 11, …
+constexpr int first_bind_child_fd = 10;
 
 /// The layer behind castellan-worker's code for a sandbox layer it could
 /// not apply (worker/sandbox_setup.hpp), as PID 1 reports it on the status
