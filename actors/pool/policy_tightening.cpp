@@ -140,6 +140,20 @@ policy_fit same_enforcement(const pool_config& pool, const pool_config& request)
       p.seccomp != r.seccomp || p.cgroups != r.cgroups ||
       p.cgroups_best_effort != r.cgroups_best_effort)
     return {"the layers differ"};
+  // Each tree of the root has the rights its own policy allows there.
+  auto pool_spec = make_sandbox_spec(p, pool.harness);
+  auto request_spec = make_sandbox_spec(r, request.harness);
+  if (!pool_spec || !request_spec)
+    return {"the sandbox cannot be described: " +
+            (pool_spec ? request_spec.error() : pool_spec.error()).describe()};
+  auto rules_of = [](const platform::sandbox_spec& s) {
+    std::set<std::pair<std::string, uint64_t>> out;
+    for (const auto& rule : s.landlock.paths)
+      out.emplace(rule.path, rule.access);
+    return out;
+  };
+  if (rules_of(*pool_spec) != rules_of(*request_spec))
+    return {"the file-system rights of the root differ"};
   return {};
 }
 

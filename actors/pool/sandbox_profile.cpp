@@ -10,6 +10,7 @@
 #include "actors/policy/engine/policy_document.hpp"
 #include "actors/pool/syscall_mediator.hpp"
 #include "actors/pool/pool_actor.hpp"
+#include "actors/pool/sandbox_fs_rights.hpp"
 
 namespace castellan {
 
@@ -173,6 +174,8 @@ outcome<void> apply_policy(const policy::policy_document& doc, pool_config& cfg)
           sb.deny_syscalls.end())
       sb.deny_syscalls.push_back(name);
 
+  // fs: every tree of the root gets the rights the policy allows there.
+  sb.fs_policy = policy::compiled_policy::compile(doc, doc.source);
   // fs: allow rules outside the default root become binds with their rights.
   for (const auto& rule : doc.fs_rules) {
     if (rule.verdict == policy::action::deny || in_default_root(rule.path))
@@ -322,6 +325,8 @@ outcome<platform::sandbox_spec> make_sandbox_spec(const sandbox_profile& profile
       if (rule.path == e.path)
         rule.access &= e.landlock_access;
   }
+  if (profile.fs_policy)
+    limit_landlock_to_policy(spec, *profile.fs_policy);
   if (profile.restrict_execute) {
     for (auto& rule : spec.landlock.paths)
       rule.access &= ~platform::landlock_fs::execute;

@@ -6,6 +6,7 @@
 /// worker-side sandbox spec (platform/linux/sandbox_spec.hpp). CAF-free.
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -19,6 +20,7 @@ inline constexpr const char* sandbox_harness_dir = "/opt/castellan/python";
 
 namespace policy {
 struct policy_document;
+class compiled_policy;
 } // namespace policy
 
 struct pool_config;
@@ -54,12 +56,17 @@ struct sandbox_profile {
   platform::notify_spec notify;
   std::string hostname = "castellan";
   uint64_t tmp_size_bytes = 64ull << 20;
+  /// The policy whose fs decisions limit the Landlock rights of every tree
+  /// of the root (limit_landlock_to_policy in sandbox_fs_rights.hpp); null:
+  /// the root's own rights (a pool without a policy).
+  std::shared_ptr<const policy::compiled_policy> fs_policy;
 };
 
 /// The worker-side spec for one worker: the default root (system dirs
 /// read-only, curated /etc, tmpfs /tmp, minimal /dev, fresh /proc, loopback
 /// only), the directory of `harness` bound read-only at sandbox_harness_dir,
-/// the profile's extra paths, Landlock rules matching the mounts, and the
+/// the profile's extra paths, Landlock rules matching the mounts, each
+/// limited to what the profile's fs policy allows at its path, and the
 /// seccomp filter with the profile's denials.
 outcome<platform::sandbox_spec> make_sandbox_spec(const sandbox_profile& profile,
                                                   const std::string& harness);

@@ -7,6 +7,7 @@
 #include <fstream>
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -21,6 +22,9 @@
 #include "actors/policy/engine/policy_loader.hpp"
 #include "actors/policy/engine/policy_parser.hpp"
 #include "apps/castellan/cli_context.hpp"
+#include "actors/pool/pool_actor.hpp"
+#include "actors/pool/sandbox_fs_rights.hpp"
+#include "actors/pool/sandbox_profile.hpp"
 #include "platform/install_layout.hpp"
 
 namespace castellan::cli {
@@ -249,6 +253,20 @@ void run_explain(const policy_args& a, const CLI::App& sub, cli_context& ctx) {
   }
   auto policy =
       pol::compiled_policy::compile(std::move(*doc), pol::policy_name_of(a.files.front()));
+  // fs queries are answered for the sandbox a pool builds from this policy:
+  // the same Landlock rules its workers get (sandbox_fs_rights.hpp).
+  std::optional<platform::sandbox_spec> sandbox;
+  {
+    pool_config pc;
+    if (auto layout = platform::find_install_layout())
+      pc.harness = layout->harness;
+    else
+      pc.harness = std::string(sandbox_harness_dir) + "/castellan_harness.py";
+    if (apply_policy(policy->document(), pc) &&
+        pc.isolation == platform::isolation_mode::namespaces)
+      if (auto spec = make_sandbox_spec(pc.sandbox, pc.harness))
+        sandbox = std::move(*spec);
+  }
   // Answer in command-line order: walk the options as CLI11 parsed them.
   size_t next_fs = 0;
   size_t next_net = 0;
@@ -269,6 +287,15 @@ void run_explain(const policy_args& a, const CLI::App& sub, cli_context& ctx) {
         return;
       }
       d = policy->check_fs(path, mask);
+      if (sandbox) {
+        const sandbox_decision sd = decide_in_sandbox(*sandbox, *policy, path, mask);
+        if (sd.by != d.pointer) {
+          // The sandbox decides otherwise than the policy alone would.
+          std::cout << pol::to_string(sd.verdict) << ' ' << kind << ' ' << q << " by " << sd.by
+                    << '\n';
+          continue;
+        }
+      }
     } else if (opt->get_name() == "--net" && next_net < a.net_queries.size()) {
       q = a.net_queries[next_net++];
       kind = "net";
