@@ -10,6 +10,7 @@
 #include <cstring>
 
 #include "actors/pool/mediation_privileges.hpp"
+#include "actors/pool/mediation_support.hpp"
 #include "platform/linux/process_memory.hpp"
 
 namespace castellan::mediation {
@@ -95,18 +96,7 @@ int mediated_caller::link_path(const std::string& rel, std::string& out) {
     raised_capabilities step(ptrace_cap());
     n = ::readlinkat(dir, rel.c_str(), buf, sizeof buf);
   }
-  if (n < 0)
-    return errno == ENOENT ? EBADF : errno;
-  if (static_cast<std::size_t>(n) >= sizeof buf)
-    return ENAMETOOLONG;
-  if (n == 0 || buf[0] != '/')
-    return ENOTDIR; // a pipe, socket or anonymous inode
-  out.assign(buf, static_cast<std::size_t>(n));
-  static constexpr std::string_view deleted = " (deleted)";
-  if (out.size() > deleted.size() &&
-      out.compare(out.size() - deleted.size(), deleted.size(), deleted) == 0)
-    return ENOENT; // removed meanwhile: nothing by that name to decide on
-  return 0;
+  return link_target(buf, n, sizeof buf, out);
 }
 
 int mediated_caller::open_at(const std::string& rel, int flags) {

@@ -106,9 +106,13 @@ const char* syscall_name(int nr) {
 int link_path(const std::string& link, std::string& out) {
   char buf[PATH_MAX];
   const ssize_t n = ::readlink(link.c_str(), buf, sizeof buf);
+  return link_target(buf, n, sizeof buf, out);
+}
+
+int link_target(const char* buf, ssize_t n, std::size_t size, std::string& out) {
   if (n < 0)
     return errno == ENOENT ? EBADF : errno;
-  if (static_cast<std::size_t>(n) >= sizeof buf)
+  if (static_cast<std::size_t>(n) >= size)
     return ENAMETOOLONG;
   if (n == 0 || buf[0] != '/')
     return ENOTDIR; // a pipe, socket or anonymous inode

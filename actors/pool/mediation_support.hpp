@@ -33,6 +33,12 @@ const char* syscall_name(int nr);
 /// The sandbox-side path behind one of our own /proc links
 /// ("/proc/self/fd/3"). 0 or an errno (ENOENT for a removed object).
 int link_path(const std::string& link, std::string& out);
+
+/// What a /proc fd or cwd link names, from what readlink put in `buf`
+/// (`n` bytes of a `size`-byte buffer, or -1 with errno set): 0 and the path
+/// in `out`, or EBADF (no such link), ENAMETOOLONG, ENOTDIR (not a path: a
+/// pipe, socket or anonymous inode) or ENOENT (removed meanwhile).
+int link_target(const char* buf, ssize_t n, std::size_t size, std::string& out);
 /// The sandbox-side path of our own fd `fd`.
 int fd_path(int fd, std::string& out);
 

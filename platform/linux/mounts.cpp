@@ -33,6 +33,31 @@ outcome<detached_tree> clone_tree(const std::string& source) {
   return tree;
 }
 
+outcome<detached_tree> clone_tree_no_symlinks(const std::string& source) {
+  open_how how{};
+  how.flags = O_PATH | O_CLOEXEC;
+  how.resolve = RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS;
+  unique_fd at(static_cast<int>(::syscall(SYS_openat2, AT_FDCWD, source.c_str(), &how, sizeof how)));
+  if (!at) {
+    if (errno == ELOOP)
+      return failure{ELOOP, "bind source " + source + " is or passes through a symlink: refused "
+                            "(a symlink there could point anywhere on the host); name the real "
+                            "path"};
+    return errno_failure("openat2(RESOLVE_NO_SYMLINKS) " + source);
+  }
+  detached_tree tree;
+  tree.source = source;
+  tree.fd.reset(::open_tree(at.get(), "",
+                            OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE | AT_EMPTY_PATH));
+  if (!tree.fd)
+    return errno_failure("open_tree(OPEN_TREE_CLONE|AT_RECURSIVE) " + source);
+  struct stat st;
+  if (::fstat(tree.fd.get(), &st) != 0)
+    return errno_failure("fstat detached tree of " + source);
+  tree.is_dir = S_ISDIR(st.st_mode);
+  return tree;
+}
+
 outcome<detached_tree> adopt_tree(int fd, const std::string& source) {
   detached_tree tree;
   tree.source = source;

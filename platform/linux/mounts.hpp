@@ -29,6 +29,13 @@ outcome<void> make_mounts_private();
 /// Captures `source` (symlinks in it followed) as a detached tree.
 outcome<detached_tree> clone_tree(const std::string& source);
 
+/// Captures `source` as a detached tree without following any symlink on
+/// the way (openat2 RESOLVE_NO_SYMLINKS): for a path that code in a sandbox
+/// may have been able to change (a policy's own bind, which an earlier
+/// worker may have been allowed to write), where a planted symlink would
+/// bind whatever it points at. ELOOP names the refusal.
+outcome<detached_tree> clone_tree_no_symlinks(const std::string& source);
+
 /// Takes ownership of `fd`, a detached tree another process captured with
 /// clone_tree and passed on (the spawner captures what the worker's user
 /// cannot reach). Refuses an fd that is not the root of a detached tree.

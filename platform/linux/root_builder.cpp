@@ -159,11 +159,17 @@ outcome<std::vector<detached_tree>> capture_bind_sources(root_spec& spec, int fi
     b.source_fd = -1;
     if (!b.captured_by_spawner)
       continue;
-    auto tree = clone_tree(b.source);
-    if (!tree)
-      continue; // the worker tries by path and, failing, says why
-    // (an unprivileged supervisor may not clone mounts: EPERM; its
-    // worker reaches what the supervisor's own user can)
+    auto tree = clone_tree_no_symlinks(b.source);
+    if (!tree) {
+      // An unprivileged supervisor may not clone mounts (EPERM): its
+      // worker captures the path itself (without following symlinks too)
+      // and reaches what the supervisor's own user can. A missing optional
+      // source is the worker's to report skipped. Anything else (a symlink
+      // planted on the way, above all) refuses the worker.
+      if (tree.error().code == EPERM || (b.optional && tree.error().code == ENOENT))
+        continue;
+      return tree.error().wrap("capture bind source for " + b.target);
+    }
     b.source_fd = first_child_fd + static_cast<int>(trees.size());
     trees.push_back(std::move(*tree));
   }
@@ -185,7 +191,9 @@ outcome<root_report> build_root(const root_spec& spec) {
   std::vector<captured> trees;
   auto capture = [&](const bind_mount* b, bind_mount own) -> outcome<void> {
     const bind_mount& m = b ? *b : own;
-    auto tree = m.source_fd >= 0 ? adopt_tree(m.source_fd, m.source) : clone_tree(m.source);
+    auto tree = m.source_fd >= 0         ? adopt_tree(m.source_fd, m.source)
+                : m.captured_by_spawner ? clone_tree_no_symlinks(m.source)
+                                        : clone_tree(m.source);
     if (!tree) {
       if (m.optional && tree.error().code == ENOENT) {
         report.skipped.push_back(m.target + " (" + m.source + " missing)");

@@ -30,7 +30,9 @@ struct bind_mount {
   bool listed = true;
   /// The spawning process captures the source (capture_bind_sources) instead
   /// of the worker: for a source below a directory the worker's user cannot
-  /// enter (a build or install under a 0700 home directory).
+  /// enter (a build or install under a 0700 home directory). Whoever
+  /// captures it follows no symlink on the way (a policy's path may be one
+  /// an earlier worker could write).
   bool captured_by_spawner = false;
   /// The worker's fd of the detached tree the spawner captured; -1: the
   /// worker captures `source` by path.
@@ -109,9 +111,11 @@ outcome<void> validate(const root_spec& spec);
 /// Captures, in the calling process, the source of every bind marked
 /// captured_by_spawner (clone_tree), and sets its source_fd to the fd the
 /// worker will find it at: first_child_fd, first_child_fd + 1, … in the order
-/// of the returned trees, which the caller maps there. A source the caller
-/// cannot capture (missing; an unprivileged caller may not clone mounts) is
-/// left to the worker, which captures it by path or reports why not.
+/// of the returned trees, which the caller maps there. No symlink is
+/// followed on the way (clone_tree_no_symlinks): a source that is or passes
+/// through one is an error. A source an unprivileged caller may not clone
+/// (EPERM), or a missing optional one, is left to the worker, which
+/// captures it the same way or reports why not.
 outcome<std::vector<detached_tree>> capture_bind_sources(root_spec& spec, int first_child_fd);
 
 /// Builds the root and pivots into it (see the file comment). Needs
