@@ -163,10 +163,10 @@ outcome<std::vector<detached_tree>> capture_bind_sources(root_spec& spec, int fi
     if (!tree) {
       // An unprivileged supervisor may not clone mounts (EPERM): its
       // worker captures the path itself (without following symlinks too)
-      // and reaches what the supervisor's own user can. A missing optional
-      // source is the worker's to report skipped. Anything else (a symlink
-      // planted on the way, above all) refuses the worker.
-      if (tree.error().code == EPERM || (b.optional && tree.error().code == ENOENT))
+      // and reaches what the supervisor's own user can. A missing source is
+      // the worker's to report (skipped, or the root failing). Anything
+      // else (a symlink planted on the way, above all) refuses the worker.
+      if (tree.error().code == EPERM || tree.error().code == ENOENT)
         continue;
       return tree.error().wrap("capture bind source for " + b.target);
     }

@@ -114,8 +114,8 @@ outcome<void> validate(const root_spec& spec);
 /// of the returned trees, which the caller maps there. No symlink is
 /// followed on the way (clone_tree_no_symlinks): a source that is or passes
 /// through one is an error. A source an unprivileged caller may not clone
-/// (EPERM), or a missing optional one, is left to the worker, which
-/// captures it the same way or reports why not.
+/// (EPERM), or a missing one, is left to the worker, which captures it the
+/// same way or reports why not.
 outcome<std::vector<detached_tree>> capture_bind_sources(root_spec& spec, int first_child_fd);
 
 /// Builds the root and pivots into it (see the file comment). Needs
