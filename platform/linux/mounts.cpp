@@ -19,11 +19,14 @@ outcome<void> make_mounts_private() {
   return {};
 }
 
-outcome<detached_tree> clone_tree(const std::string& source) {
+namespace {
+
+/// open_tree(OPEN_TREE_CLONE | AT_RECURSIVE) of `path` at `dirfd`.
+outcome<detached_tree> clone_at(int dirfd, const char* path, unsigned flags,
+                                const std::string& source) {
   detached_tree tree;
   tree.source = source;
-  tree.fd.reset(::open_tree(AT_FDCWD, source.c_str(),
-                            OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE));
+  tree.fd.reset(::open_tree(dirfd, path, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE | flags));
   if (!tree.fd)
     return errno_failure("open_tree(OPEN_TREE_CLONE|AT_RECURSIVE) " + source);
   struct stat st;
@@ -31,6 +34,12 @@ outcome<detached_tree> clone_tree(const std::string& source) {
     return errno_failure("fstat detached tree of " + source);
   tree.is_dir = S_ISDIR(st.st_mode);
   return tree;
+}
+
+} // namespace
+
+outcome<detached_tree> clone_tree(const std::string& source) {
+  return clone_at(AT_FDCWD, source.c_str(), 0, source);
 }
 
 outcome<detached_tree> clone_tree_no_symlinks(const std::string& source) {
@@ -45,17 +54,7 @@ outcome<detached_tree> clone_tree_no_symlinks(const std::string& source) {
                             "path"};
     return errno_failure("openat2(RESOLVE_NO_SYMLINKS) " + source);
   }
-  detached_tree tree;
-  tree.source = source;
-  tree.fd.reset(::open_tree(at.get(), "",
-                            OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE | AT_EMPTY_PATH));
-  if (!tree.fd)
-    return errno_failure("open_tree(OPEN_TREE_CLONE|AT_RECURSIVE) " + source);
-  struct stat st;
-  if (::fstat(tree.fd.get(), &st) != 0)
-    return errno_failure("fstat detached tree of " + source);
-  tree.is_dir = S_ISDIR(st.st_mode);
-  return tree;
+  return clone_at(at.get(), "", AT_EMPTY_PATH, source);
 }
 
 outcome<detached_tree> adopt_tree(int fd, const std::string& source) {
