@@ -14,7 +14,9 @@
 /// finer than a tree (a deny rule beneath a granted tree, a warn) is the
 /// supervisor's to decide (seccomp notify, syscall_mediator.hpp). Base
 /// grants are what castellan itself needs in every sandbox (the harness,
-/// /proc): granted unless a rule of the policy denies them.
+/// /proc): granted unless a rule of the policy denies them at the tree's own
+/// path. A deny rule only beneath them is not enforced (the mediator leaves
+/// the harness and /proc/self alone), though decide_in_sandbox reports it.
 
 #include <string>
 #include <string_view>
