@@ -158,7 +158,7 @@ policy_fit same_enforcement(const pool_config& pool, const pool_config& request)
 }
 
 policy_fit narrows(const pool_config& pool, const pool_config& request) {
-  if (pool.mode != exec_mode::fork)
+  if (pool.mode != exec_mode::isolated)
     return {"the pool runs " + std::string(to_string(pool.mode)) +
             " mode: only a process forked for the exec can be narrowed"};
   if (auto f = covers(pool, request); !f)

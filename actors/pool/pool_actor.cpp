@@ -756,14 +756,14 @@ pool_actor::behavior_type pool_impl(pool_ptr self, pool_config cfg) {
       auto& s = self->state;
       if (req.code.empty() && req.argv.empty())
         return make_error(castellan_errc::invalid_request, "exec: neither code nor argv given");
-      // Only a process forked for the exec can be narrowed (a reuse-mode
+      // Only a process forked for the exec can be narrowed (a shared
       // interpreter would keep the restrictions), and command mode runs no
       // such process. (Checked before the response promise exists: an error
       // returned after it would never reach the requester.)
-      if (!req.tightening.empty() && (s.cfg.mode != exec_mode::fork || !req.argv.empty()))
+      if (!req.tightening.empty() && (s.cfg.mode != exec_mode::isolated || !req.argv.empty()))
         return make_error(castellan_errc::invalid_request,
                           "exec: pool " + s.cfg.name +
-                              " can narrow only code requests in fork mode (it runs " +
+                              " can narrow only code requests in isolated mode (it runs " +
                               to_string(s.cfg.mode) + ")");
       pending_exec p;
       p.rp = self->make_response_promise<exec_result>();
@@ -883,14 +883,14 @@ pool_actor::behavior_type pool_impl(pool_ptr self, pool_config cfg) {
 } // namespace
 
 const char* to_string(exec_mode m) noexcept {
-  return m == exec_mode::fork ? "fork" : "reuse";
+  return m == exec_mode::isolated ? "isolated" : "shared";
 }
 
 bool from_string(std::string_view text, exec_mode& out) noexcept {
-  if (text == "reuse")
-    out = exec_mode::reuse;
-  else if (text == "fork")
-    out = exec_mode::fork;
+  if (text == "isolated")
+    out = exec_mode::isolated;
+  else if (text == "shared")
+    out = exec_mode::shared;
   else
     return false;
   return true;

@@ -59,15 +59,17 @@ using worker_state_listener = caf::typed_actor<caf::reacts_to<worker_state_event
 /// How a pool's workers run each exec (both stateless: sessions that keep
 /// state on purpose are another feature).
 enum class exec_mode : uint8_t {
-  reuse, ///< the warm interpreter runs each exec in a fresh globals namespace (fastest)
-  fork,  ///< a warm, pre-imported zygote forks a clean child per exec, in a Landlock
-         ///< domain of its own, and puts /tmp, /dev/shm and IPC back after it
-         ///< (docs/security.md: what execs still share)
+  isolated, ///< the default: a warm, pre-imported zygote forks a fresh child per
+            ///< exec, in a Landlock domain of its own, and puts /tmp, /dev/shm and
+            ///< IPC back after it (docs/security.md: what execs still share)
+  shared,   ///< the warm interpreter itself runs each exec in a fresh globals
+            ///< namespace: fastest, but execs share the interpreter's state, so
+            ///< only for a pool whose requesters are one trust domain
 };
 
-/// "reuse" / "fork".
+/// "isolated" / "shared".
 const char* to_string(exec_mode m) noexcept;
-/// Parses "reuse" / "fork"; false if neither.
+/// Parses "isolated" / "shared"; false if neither.
 bool from_string(std::string_view text, exec_mode& out) noexcept;
 
 /// How a pool is set up. The defaults are what `castellan exec` uses.
@@ -91,7 +93,7 @@ struct pool_config {
   uint64_t code_limit = 512u << 10;  ///< larger code is refused (limit_exceeded)
   uint64_t default_timeout_ms = 30000;
   uint32_t recycle_after = 0;        ///< execs per worker before replacement (0: never)
-  exec_mode mode = exec_mode::reuse; ///< how each exec runs in a worker
+  exec_mode mode = exec_mode::isolated; ///< how each exec runs in a worker
   bool worker_stderr = false;        ///< pass workers' own diagnostics to our stderr
   /// How workers are isolated: the Linux sandbox (namespaces, root, Landlock,
   /// seccomp, a cgroup per worker) by default; `none` (plain processes) only

@@ -172,6 +172,13 @@ std::vector<std::string> worker_environment() {
   return {"PATH=/usr/local/bin:/usr/bin:/bin", "LANG=C.UTF-8", "HOME=/tmp"};
 }
 
+/// The worker's `--mode`: the harness names its mechanisms (an isolated pool's
+/// execs run in children of a zygote it forks, a shared pool's in the
+/// interpreter itself).
+const char* harness_mode_for(exec_mode mode) noexcept {
+  return mode == exec_mode::isolated ? "fork" : "reuse";
+}
+
 } // namespace
 
 outcome<worker_template> prepare_worker_template(const pool_config& cfg) {
@@ -232,7 +239,7 @@ outcome<std::unique_ptr<worker_channel>> worker_channel::start(uint64_t id,
                "--to-supervisor-fd", std::to_string(to_supervisor_child_fd),
                "--python", cfg.python,
                "--harness", sandboxed ? sandboxed_harness_path(cfg.harness) : cfg.harness,
-               "--mode", to_string(cfg.mode)};
+               "--mode", harness_mode_for(cfg.mode)};
   spec.env = worker_environment();
   // The status pipe: PID 1 reports here a layer it could not apply.
   int status_pipe[2];
@@ -368,6 +375,7 @@ outcome<std::unique_ptr<worker_channel>> worker_channel::start(uint64_t id,
       }
       report->cgroup_unavailable = cgroup_unavailable;
       report->start = tpl.launcher ? "warm" : "exec";
+      report->mode = to_string(cfg.mode);
       ch->enforcement_ = report->to_json();
     } else {
       ch->enforcement_ =

@@ -38,7 +38,7 @@ struct exec_options {
   std::string policy;               ///< empty: policies/default.json
   std::string request_policy;       ///< a policy for this request only (exec_request::policy)
   std::string isolation = "sandbox"; ///< "sandbox" or "none"
-  std::string mode = "reuse";       ///< "reuse" or "fork" (pool_config::mode)
+  std::string mode = "isolated";    ///< "isolated" or "shared" (pool_config::mode)
   bool warm_start = false;          ///< pool_config::warm_start
   std::string audit_log;            ///< write this run's audit records here
   // code mode
@@ -65,17 +65,19 @@ void add_common_flags(CLI::App* cmd, exec_options& o) {
                   "(strict, no-network, …; default: default)");
   cmd->add_option("--request-policy", o.request_policy,
                   "A policy for this request only, on top of the pool's (--policy): a stricter "
-                  "one runs on the warm workers in fork mode, narrowed in the exec's process; "
+                  "one runs on the warm workers in isolated mode, narrowed in the exec's process; "
                   "any other in a pool of its own");
   cmd->add_option("--isolation", o.isolation,
                   "sandbox (default: namespaces, Landlock, seccomp, cgroups) or none "
                   "(plain processes, for development)")
     ->check(CLI::IsMember({"sandbox", "none"}));
   cmd->add_option("--mode", o.mode,
-                  "reuse (default: the warm interpreter, fresh globals per exec) or fork (a "
-                  "child forked from the warm interpreter per exec, in its own Landlock domain; "
-                  "/tmp, /dev/shm and System V IPC emptied after each; docs/security.md)")
-    ->check(CLI::IsMember({"reuse", "fork"}));
+                  "isolated (default: each exec in a child forked from a warm, pre-imported "
+                  "zygote, in its own Landlock domain; /tmp, /dev/shm and System V IPC emptied "
+                  "after each) or shared (the warm interpreter runs every exec itself: faster, "
+                  "but execs share its state, so only for requesters of one trust domain); "
+                  "docs/security.md says what each shares")
+    ->check(CLI::IsMember({"isolated", "shared"}));
   cmd->add_flag("--warm-start", o.warm_start,
                 "Start sandboxed workers from a warm launcher (the interpreter and harness "
                 "loaded once) instead of exec'ing Python for each; the workers of a pool then "

@@ -11,7 +11,7 @@
 /// and without a stricter request policy (narrowed in the exec's process:
 /// an extra Landlock ruleset and seccomp filter), side by side.
 ///
-/// Usage: bench_exec_latency [iterations] [all|reuse|fork]
+/// Usage: bench_exec_latency [iterations] [all|shared|isolated]
 /// (default 5000, all; the fork-mode rows run a tenth of the iterations,
 /// at least 100).
 
@@ -104,7 +104,7 @@ double run_sequential(caf::actor_system& sys, const Handle& dest, const char* wh
   return p50;
 }
 
-/// A fork-mode pool under policies/default.json: 'pass' without and with a
+/// An isolated pool under policies/default.json: 'pass' without and with a
 /// stricter request policy (the default plus one denied call), so that the
 /// exec's process applies a Landlock ruleset and a seccomp filter.
 void run_fork_rows(caf::actor_system& sys, int iterations) {
@@ -121,7 +121,7 @@ void run_fork_rows(caf::actor_system& sys, int iterations) {
   supervisor_config sc;
   pool_config pc;
   pc.size = 1;
-  pc.mode = exec_mode::fork;
+  pc.mode = exec_mode::isolated;
   if (auto ok = apply_policy(*doc, pc); !ok) {
     std::printf("  !! %s\n", ok.error().describe().c_str());
     return;
@@ -193,8 +193,8 @@ void run_fork_rows(caf::actor_system& sys, int iterations) {
     once(stricter, with_request, true);
   }
   const double seconds = std::chrono::duration<double>(clock_type::now() - start).count() / 2;
-  auto plain = report("fork mode: 'pass', the pool's policy", with_pool, seconds);
-  auto narrowed = report("fork mode: 'pass', stricter request policy", with_request, seconds);
+  auto plain = report("isolated mode: 'pass', the pool's policy", with_pool, seconds);
+  auto narrowed = report("isolated mode: 'pass', stricter request policy", with_request, seconds);
   if (errors)
     std::printf("  !! %d failed requests\n", errors);
   if (plain.p50 > 0 && plain.p99 > 0)
@@ -412,7 +412,7 @@ double run_floor(const char* what, const std::string& script, int iterations) {
   return p50;
 }
 
-/// Fork mode against its floor: blocks of requests to the "fork" pool and to
+/// Isolated mode against its floor: blocks of requests to the "isolated" pool and to
 /// the bare forking zygote take turns, so that both see the same machine
 /// (a fork costs milliseconds, and other load comes and goes meanwhile).
 /// Prints both rows and the ratio of the p50s.
@@ -428,7 +428,7 @@ void run_fork_comparison(caf::actor_system& sys, const supervisor_actor& sup,
   auto castellan_once = [&]() -> double {
     exec_request req;
     req.code = "pass";
-    req.pool = "fork";
+    req.pool = "isolated";
     auto t0 = clock_type::now();
     double us = 0;
     self->request(sup, caf::infinite, exec_atom::value, std::move(req))
@@ -470,12 +470,12 @@ void run_fork_comparison(caf::actor_system& sys, const supervisor_actor& sup,
   }
   const double ours_p50 = ours.percentile(0.5);
   const double base_p50 = base.percentile(0.5);
-  report("castellan fork: 'pass' via supervisor", ours, ours_s);
+  report("castellan isolated: 'pass' via supervisor", ours, ours_s);
   report("floor: bare warm zygote forking per request", base, base_s);
   if (errors)
     std::printf("  !! %d failed requests\n", errors);
   if (base_p50 > 0)
-    std::printf("fork mode p50 / its floor's p50: %.2f (target <= 1.2)\n", ours_p50 / base_p50);
+    std::printf("isolated mode p50 / its floor's p50: %.2f (target <= 1.2)\n", ours_p50 / base_p50);
   const double n = static_cast<double>(base.size());
   if (base_cpu_us > 0 && n > 0)
     std::printf("CPU per exec: castellan's worker %.0f us, the floor %.0f us (%.2f)\n",
@@ -488,8 +488,8 @@ void run_fork_comparison(caf::actor_system& sys, const supervisor_actor& sup,
 int main(int argc, char** argv) {
   const int iterations = argc > 1 ? std::atoi(argv[1]) : 5000;
   const std::string rows = argc > 2 ? argv[2] : "all";
-  if (iterations <= 0 || (rows != "all" && rows != "reuse" && rows != "fork")) {
-    std::fprintf(stderr, "usage: bench_exec_latency [iterations] [all|reuse|fork]\n");
+  if (iterations <= 0 || (rows != "all" && rows != "shared" && rows != "isolated")) {
+    std::fprintf(stderr, "usage: bench_exec_latency [iterations] [all|shared|isolated]\n");
     return 2;
   }
   caf::actor_system_config cfg;
@@ -503,14 +503,15 @@ int main(int argc, char** argv) {
   }
   const std::string harness_dir = layout->harness.substr(0, layout->harness.rfind('/'));
 
-  // Two pools of 4: the default one reuses the warm interpreter, "fork"
-  // forks a child of the warm zygote per exec.
+  // Two pools of 4: the first ("default") shares the warm interpreter
+  // between execs, "isolated" forks a child of the warm zygote per exec.
   supervisor_config sc;
   pool_config pc;
   pc.size = 4;
+  pc.mode = exec_mode::shared;
   sc.pools.push_back(pc);
-  pc.name = "fork";
-  pc.mode = exec_mode::fork;
+  pc.name = "isolated";
+  pc.mode = exec_mode::isolated;
   sc.pools.push_back(pc);
   auto sup = spawn_supervisor(sys, sc);
   if (!sup) {
@@ -523,11 +524,11 @@ int main(int argc, char** argv) {
     self->request(*sup, caf::infinite, get_pool_atom::value, std::string{})
         .receive([&](pool_actor& p) { pool = p; }, [](caf::error&) {});
   }
-  const bool reuse_rows = rows == "all" || rows == "reuse";
-  const bool fork_rows = rows == "all" || rows == "fork";
+  const bool shared_rows = rows == "all" || rows == "shared";
+  const bool isolated_rows = rows == "all" || rows == "isolated";
   std::printf("%u cores\n", std::thread::hardware_concurrency());
-  if (reuse_rows) {
-    std::printf("\nreuse mode, %d requests per row\n", iterations);
+  if (shared_rows) {
+    std::printf("\nshared mode, %d requests per row\n", iterations);
     std::printf("%-52s %8s %8s %10s\n", "", "p50 us", "p99 us", "execs/s");
     run_sequential(sys, *sup, "castellan: 'pass' via supervisor", "pass", iterations);
     run_sequential(sys, *sup, "castellan: 'print(1)' via supervisor", "print(1)", iterations);
@@ -535,15 +536,15 @@ int main(int argc, char** argv) {
     run_concurrent(sys, *sup, "castellan: 'pass', 8 clients, pool of 4", 8, iterations * 2);
     run_floor("floor: bare warm exec() loop over a pipe", reuse_floor_loop, iterations);
   }
-  if (fork_rows) {
+  if (isolated_rows) {
     // A fork costs a process: a tenth of the requests.
     const int n = std::max(100, iterations / 10);
-    std::printf("\nfork mode, %d requests per row\n", n);
+    std::printf("\nisolated mode, %d requests per row\n", n);
     std::printf("%-52s %8s %8s %10s\n", "", "p50 us", "p99 us", "execs/s");
     run_fork_comparison(sys, *sup, harness_dir, n);
-    run_sequential(sys, *sup, "castellan fork: 'print(1)' via supervisor", "print(1)", n, "fork");
-    run_concurrent(sys, *sup, "castellan fork: 'pass', 8 clients, pool of 4", 8, n * 2, "fork");
-    std::printf("\nfork mode, a pool of 1 under policies/default.json, %d requests per row\n", n);
+    run_sequential(sys, *sup, "castellan isolated: 'print(1)' via supervisor", "print(1)", n, "isolated");
+    run_concurrent(sys, *sup, "castellan isolated: 'pass', 8 clients, pool of 4", 8, n * 2, "isolated");
+    std::printf("\nisolated mode, a pool of 1 under policies/default.json, %d requests per row\n", n);
     std::printf("%-52s %8s %8s %10s\n", "", "p50 us", "p99 us", "execs/s");
     run_fork_rows(sys, n);
   }

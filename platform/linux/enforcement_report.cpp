@@ -46,6 +46,8 @@ std::string enforcement_report::to_json() const {
   j["namespaces"] = {{"requested", namespaces_requested}, {"in_force", namespaces_in_force}};
   j["network"] = network;
   j["start"] = start;
+  if (!mode.empty())
+    j["mode"] = mode;
   if (cgroup)
     j["cgroup"] = {{"controllers", cgroup->controllers},
                    {"requested", limits_json(cgroup->requested)},

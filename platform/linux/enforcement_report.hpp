@@ -36,6 +36,9 @@ struct enforcement_report {
   /// pool's launcher: it shares the launcher's address-space layout and
   /// str hash secret with the pool's other warm workers).
   std::string start = "exec";
+  /// How the worker runs execs: "isolated" (each in a process of its own) or
+  /// "shared" (in one interpreter); empty when the pool did not say.
+  std::string mode;
   /// "none (private network namespace, loopback only)" or "host".
   std::string network = "host";
   std::optional<cgroup_enforcement> cgroup;

@@ -180,7 +180,7 @@ BOOST_AUTO_TEST_CASE(every_prebuilt_policy_does_what_explain_says) {
     auto doc = pol::load_policy(host_dir + "/policy.json", dir);
     BOOST_REQUIRE_MESSAGE(doc, name << ": " << (doc ? "" : doc.to_failure().describe()));
     auto pc = test_pool(1);
-    pc.mode = exec_mode::reuse;
+    pc.mode = exec_mode::shared;
     auto applied = apply_policy(*doc, pc);
     BOOST_REQUIRE_MESSAGE(applied, name << ": " << (applied ? "" : applied.error().describe()));
     if (pc.isolation != platform::isolation_mode::namespaces)

@@ -27,7 +27,7 @@ namespace {
 struct strict_pool : test::actor_system_fixture {
   pool_actor pool;
 
-  explicit strict_pool(exec_mode mode = exec_mode::reuse, uint32_t size = 2,
+  explicit strict_pool(exec_mode mode = exec_mode::shared, uint32_t size = 2,
                        uint32_t recycle_after = 1,
                        const std::string& policy_file = "/policies/strict.json") {
     auto pc = test_pool(size);
@@ -84,7 +84,7 @@ struct strict_pool : test::actor_system_fixture {
 /// next, forked from the same zygote.
 struct fork_pool : strict_pool {
   explicit fork_pool(const std::string& policy_file = "/policies/strict.json")
-    : strict_pool(exec_mode::fork, 1, 0, policy_file) {}
+    : strict_pool(exec_mode::isolated, 1, 0, policy_file) {}
 
   /// Runs probes/NAME.py twice on the one worker, with PHASE = 1 (it plants
   /// something, or reaches for the processes that serve the next exec) and
@@ -108,7 +108,7 @@ struct fork_pool : strict_pool {
 /// A policy that turns the notify filter on (opens and connects to pathname
 /// sockets decided), in fork mode: PID 2 is the zygote.
 struct mediating_pool : strict_pool {
-  mediating_pool() : strict_pool(exec_mode::fork, 2, 1, "/test/escapes/mediating.json") {}
+  mediating_pool() : strict_pool(exec_mode::isolated, 2, 1, "/test/escapes/mediating.json") {}
 };
 
 /// Landlock TCP rules (ABI 4) answer connect() before routing does.

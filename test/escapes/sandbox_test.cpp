@@ -41,7 +41,11 @@ std::map<std::string, std::string> key_values(const std::string& text) {
 BOOST_FIXTURE_TEST_SUITE(sandbox_tests, sandbox_fixture)
 
 BOOST_AUTO_TEST_CASE(code_runs_as_pid_2_behind_seccomp_and_no_new_privs) {
-  auto pool = make(test_pool(1));
+  // Shared mode: the code runs in the harness (pid 2); the isolated mode's
+  // exec process is checked below.
+  auto pc = test_pool(1);
+  pc.mode = exec_mode::shared;
+  auto pool = make(pc);
   auto r = exec_code(pool, R"PY(
 import os
 def status(key):
@@ -73,9 +77,9 @@ print("ifaces", ",".join(sorted(n for _, n in socket.if_nameindex())))
   BOOST_TEST(kv["ifaces"] == "lo");
 }
 
-BOOST_AUTO_TEST_CASE(fork_mode_serves_execs_from_processes_that_are_not_dumpable) {
+BOOST_AUTO_TEST_CASE(isolated_mode_serves_execs_from_processes_that_are_not_dumpable) {
   auto pc = test_pool(1);
-  pc.mode = exec_mode::fork;
+  pc.mode = exec_mode::isolated;
   auto pool = make(pc);
   // Seen from inside: the exec's process (pid 4, in its own Landlock domain)
   // is dumpable, so the files of its /proc/self are its own uid's.
@@ -240,8 +244,11 @@ BOOST_AUTO_TEST_CASE(a_program_that_replaced_the_harness_names_no_layer) {
   // The code execs a program that exits with what castellan-worker uses for
   // a layer it could not apply (4 root, 7 Landlock, 9 notify): that is the
   // program's exit status, reported as such; a layer is named only from
-  // PID 1's status pipe.
-  auto pool = make(test_pool(1));
+  // PID 1's status pipe. Shared mode: there the code runs in the harness
+  // itself and so can replace it.
+  auto pc = test_pool(1);
+  pc.mode = exec_mode::shared;
+  auto pool = make(pc);
   for (const char* code : {"4", "7", "9"}) {
     auto r = exec_code(pool, std::string("import os, sys\nos.execv(sys.executable, [sys.executable, "
                                          "'-c', 'import os; os._exit(") +

@@ -112,7 +112,8 @@ BOOST_AUTO_TEST_CASE(a_launched_worker_is_what_an_exec_would_have_started) {
   }
   BOOST_TEST(!std::getline(b, lb));
   BOOST_TEST(lines == 14);
-  BOOST_TEST(warm.stdout_data.find("pid 2 ppid 1") != std::string::npos);
+  // The default (isolated) mode: the exec's own process, the zygote's child.
+  BOOST_TEST(warm.stdout_data.find("pid 4 ppid 3") != std::string::npos);
   BOOST_TEST(warm.stdout_data.find("layers seccomp 2 nnp 1 capeff 0000000000000000") !=
              std::string::npos);
   BOOST_TEST(warm.stdout_data.find("comm python3") != std::string::npos);

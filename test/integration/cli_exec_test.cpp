@@ -54,6 +54,13 @@ BOOST_AUTO_TEST_CASE(json_shows_the_whole_result) {
   BOOST_TEST(j["timing"]["run_us"].get<uint64_t>() > 0u);
   for (const char* key : {"stderr", "stdout_truncated", "stderr_truncated", "usage"})
     BOOST_TEST(j.contains(key), key);
+  // Isolated unless asked otherwise.
+  BOOST_TEST(j["enforcement"]["mode"] == "isolated", j["enforcement"].dump());
+  auto shared = cli({"exec", "--json", "--mode", "shared", "pass"});
+  BOOST_TEST(nlohmann::json::parse(shared.out)["enforcement"]["mode"] == "shared", shared.out);
+  auto old_name = cli({"exec", "--mode", "reuse", "pass"});
+  BOOST_TEST(old_name.exit_code != 0);
+  BOOST_TEST(old_name.err.find("--mode") != std::string::npos, old_name.err);
 }
 
 BOOST_AUTO_TEST_CASE(sys_exit_code_is_the_process_exit_code) {
@@ -199,7 +206,7 @@ BOOST_AUTO_TEST_CASE(json_lists_decided_path_and_network_calls) {
   }
 }
 
-BOOST_AUTO_TEST_CASE(a_request_policy_is_narrowed_in_fork_mode_or_gets_its_own_pool) {
+BOOST_AUTO_TEST_CASE(a_request_policy_is_narrowed_in_isolated_mode_or_gets_its_own_pool) {
   // Two host directories outside the default root; the pool's policy
   // grants reading the first.
   char tmpl[] = "/var/tmp/castellan-cli-reqpol-XXXXXX";
@@ -234,18 +241,18 @@ BOOST_AUTO_TEST_CASE(a_request_policy_is_narrowed_in_fork_mode_or_gets_its_own_p
            "/secret.txt').read())\nexcept OSError as e:\n    print('denied', e.errno)\n";
   };
 
-  auto plain = cli({"exec", "--json", "--mode", "fork", "--policy", pool, reading("a")});
+  auto plain = cli({"exec", "--json", "--mode", "isolated", "--policy", pool, reading("a")});
   BOOST_REQUIRE_MESSAGE(plain.exit_code == 0, plain.out + plain.err);
   BOOST_TEST(nlohmann::json::parse(plain.out)["stdout"] == "secret a\n");
 
-  auto narrowed = cli({"exec", "--json", "--mode", "fork", "--policy", pool, "--request-policy",
+  auto narrowed = cli({"exec", "--json", "--mode", "isolated", "--policy", pool, "--request-policy",
                        stricter, reading("a")});
   BOOST_REQUIRE_MESSAGE(narrowed.exit_code == 0, narrowed.out + narrowed.err);
   auto j = nlohmann::json::parse(narrowed.out);
   BOOST_TEST(j["stdout"] == "denied 13\n");
   BOOST_TEST(j["enforcement"]["tightening"]["landlock"]["enforced"] == true);
 
-  auto own = cli({"exec", "--json", "--mode", "fork", "--policy", pool, "--request-policy", looser,
+  auto own = cli({"exec", "--json", "--mode", "isolated", "--policy", pool, "--request-policy", looser,
                   reading("b")});
   BOOST_REQUIRE_MESSAGE(own.exit_code == 0, own.out + own.err);
   auto k = nlohmann::json::parse(own.out);

@@ -27,15 +27,15 @@ castellan::test::process_result cli(std::vector<std::string> args) {
 
 /// Runs `body` (tagged with a unique task name) under a short deadline and
 /// checks the timeout result and that no task with the tag is left.
-void expect_timeout_and_no_survivor(const std::string& body, const char* mode = "reuse") {
+void expect_timeout_and_no_survivor(const std::string& body, const char* mode = "shared") {
   const std::string tag = castellan::test::unique_task_name("ckto");
   const std::string code = castellan::test::python_set_task_name(tag) +
                            "print('started', flush=True)\n" + body;
-  // The deadline counts from the start of the command. Fork mode's first
-  // exec also waits for the zygote's serving imports, which on a loaded
+  // The deadline counts from the start of the command. Isolated mode's
+  // first exec also waits for the zygote's serving imports, which on a loaded
   // machine (the rest of the suite running beside it) can take most of a
   // second and leave no output to check: it gets 2 s.
-  const bool fork = std::string(mode) == "fork";
+  const bool fork = std::string(mode) == "isolated";
   auto r = cli({"exec", "--json", "--mode", mode, "--timeout", fork ? "2s" : "1s", code});
   BOOST_TEST(r.exit_code == 124, r.out << r.err);
   auto j = nlohmann::json::parse(r.out, nullptr, false);
@@ -86,13 +86,13 @@ BOOST_AUTO_TEST_CASE(a_blocked_read_times_out) {
   expect_timeout_and_no_survivor("import os\nr, w = os.pipe()\nos.read(r, 1)\n");
 }
 
-BOOST_AUTO_TEST_CASE(fork_mode_times_out_the_same_way) {
+BOOST_AUTO_TEST_CASE(isolated_mode_times_out_the_same_way) {
   expect_timeout_and_no_survivor("import os, time\n"
                                  "if os.fork() == 0:\n"
                                  "    os.setsid()\n"
                                  "    while True: time.sleep(1)\n"
                                  "while True: pass\n",
-                                 "fork");
+                                 "isolated");
 }
 
 BOOST_AUTO_TEST_CASE(ctrl_c_cancels_with_125_and_keeps_the_output) {

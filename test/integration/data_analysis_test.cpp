@@ -1,6 +1,6 @@
 // Real packages under the default policy: a data-analysis exec (numpy,
 // pandas, a matplotlib PNG, a multiprocessing pool, sqlite3, a Python
-// subprocess) through the CLI, in every mode: reuse and fork, exec'd and
+// subprocess) through the CLI, in every mode: shared and isolated, exec'd and
 // warm-started workers. Nothing in the environment is set for it: what the
 // sandbox gives (HOME, /etc as the installed packages need it) is enough.
 
@@ -56,9 +56,9 @@ void run_analysis(const std::string& mode, bool warm) {
 
 BOOST_AUTO_TEST_SUITE(data_analysis)
 
-BOOST_AUTO_TEST_CASE(reuse_mode_execd_workers) { run_analysis("reuse", false); }
-BOOST_AUTO_TEST_CASE(reuse_mode_warm_started_workers) { run_analysis("reuse", true); }
-BOOST_AUTO_TEST_CASE(fork_mode_execd_workers) { run_analysis("fork", false); }
-BOOST_AUTO_TEST_CASE(fork_mode_warm_started_workers) { run_analysis("fork", true); }
+BOOST_AUTO_TEST_CASE(shared_mode_execd_workers) { run_analysis("shared", false); }
+BOOST_AUTO_TEST_CASE(shared_mode_warm_started_workers) { run_analysis("shared", true); }
+BOOST_AUTO_TEST_CASE(isolated_mode_execd_workers) { run_analysis("isolated", false); }
+BOOST_AUTO_TEST_CASE(isolated_mode_warm_started_workers) { run_analysis("isolated", true); }
 
 BOOST_AUTO_TEST_SUITE_END()

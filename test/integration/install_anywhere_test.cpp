@@ -76,9 +76,9 @@ BOOST_AUTO_TEST_CASE(execs_and_runs_from_a_private_prefix) {
   auto warm = t.cli({"exec", "--warm-start", "print('warm')"});
   BOOST_TEST(warm.exit_code == 0, warm.err);
   BOOST_TEST(warm.out == "warm\n");
-  auto fork = t.cli({"exec", "--mode", "fork", "print('fork')"});
-  BOOST_TEST(fork.exit_code == 0, fork.err);
-  BOOST_TEST(fork.out == "fork\n");
+  auto shared = t.cli({"exec", "--mode", "shared", "print('shared')"});
+  BOOST_TEST(shared.exit_code == 0, shared.err);
+  BOOST_TEST(shared.out == "shared\n");
 }
 
 BOOST_AUTO_TEST_CASE(pre_built_policies_resolve_by_name_under_the_prefix) {

@@ -169,8 +169,9 @@ print(json.dumps({"pid": os.getpid(), "ppid": os.getppid(), "uid": os.getuid(),
   auto j = nlohmann::json::parse(r.out);
   BOOST_TEST(j["error_class"] == "ok");
   auto seen = nlohmann::json::parse(j["stdout"].get<std::string>());
-  BOOST_TEST(seen["pid"] == 2);
-  BOOST_TEST(seen["ppid"] == 1);
+  // The default (isolated) mode: the exec's own process, the zygote's child.
+  BOOST_TEST(seen["pid"] == 4);
+  BOOST_TEST(seen["ppid"] == 3);
   BOOST_TEST(seen["uid"] != 0);
   BOOST_TEST(seen["seccomp"] == "2");
   BOOST_TEST(seen["nnp"] == "1");

@@ -131,9 +131,9 @@ std::string check(kind k, uint64_t n, const exec_result& r) {
     why = expect(error_class::cancelled, 125);
     break;
   case kind::oom:
-    // The OOM killer takes the interpreter; its worker's end is seen as the
-    // exec's end (castellan's own exit code for an exec it lost).
-    why = expect(error_class::oom, 1);
+    // The pool runs in the default (isolated) mode: the OOM killer takes the
+    // exec's own process, which ends by SIGKILL (128 + 9).
+    why = expect(error_class::oom, 137);
     break;
   case kind::fork_bomb:
     why = expect(error_class::exception, 1);

@@ -157,7 +157,7 @@ BOOST_AUTO_TEST_CASE(a_pool_per_distinct_policy_and_spellings_share_one) {
   host_dir data("alpha");
   policy_pool_config pp;
   pp.bindable_paths = {data.path};
-  start(pool_with(R"({"version": 1, "extends": ["default"]})", exec_mode::reuse), pp);
+  start(pool_with(R"({"version": 1, "extends": ["default"]})", exec_mode::shared), pp);
 
   // The default pool does not bind the directory.
   BOOST_TEST(run(read_code(data.path)).stdout_data == "denied 2\n");
@@ -200,7 +200,7 @@ BOOST_AUTO_TEST_CASE(the_cap_stops_the_least_recently_used_idle_pool_or_answers_
   policy_pool_config pp;
   pp.bindable_paths = {data.path};
   pp.max_pools = 1;
-  start(pool_with(R"({"version": 1, "extends": ["default"]})", exec_mode::reuse), pp);
+  start(pool_with(R"({"version": 1, "extends": ["default"]})", exec_mode::shared), pp);
   const std::string a = granting({data.path});
   const std::string b =
       R"({"version": 1, "extends": ["default"], "antiEscape": {"denySyscalls": ["uname"]}})";
@@ -255,7 +255,7 @@ BOOST_AUTO_TEST_CASE(an_idle_pool_is_stopped_but_never_one_that_is_running) {
   policy_pool_config pp;
   pp.bindable_paths = {data.path};
   pp.idle_timeout_ms = 300;
-  start(pool_with(R"({"version": 1, "extends": ["default"]})", exec_mode::reuse), pp);
+  start(pool_with(R"({"version": 1, "extends": ["default"]})", exec_mode::shared), pp);
   const std::string a = granting({data.path});
   BOOST_TEST(run(read_code(data.path), a).stdout_data == "gamma\n");
   // The idle check of that exec comes while the next one runs (1.5 s, five
@@ -281,7 +281,7 @@ BOOST_AUTO_TEST_CASE(a_crashed_policy_pool_is_dropped_and_started_again_on_deman
   host_dir data("kappa");
   policy_pool_config pp;
   pp.bindable_paths = {data.path};
-  start(pool_with(R"({"version": 1, "extends": ["default"]})", exec_mode::reuse), pp);
+  start(pool_with(R"({"version": 1, "extends": ["default"]})", exec_mode::shared), pp);
   const std::string a = granting({data.path});
   BOOST_TEST(run(read_code(data.path), a).stdout_data == "kappa\n");
   const auto names = pool_names();
@@ -307,7 +307,7 @@ BOOST_AUTO_TEST_CASE(invalid_request_policies_are_refused_with_their_pointer) {
   host_dir data("delta");
   policy_pool_config pp;
   pp.bindable_paths = {data.path};
-  start(pool_with(R"({"version": 1, "extends": ["default"]})", exec_mode::reuse), pp);
+  start(pool_with(R"({"version": 1, "extends": ["default"]})", exec_mode::shared), pp);
   auto refused = [&](const std::string& policy, const std::vector<std::string>& parts) {
     const std::string err = refusal(policy);
     for (const auto& part : parts)
@@ -337,7 +337,7 @@ BOOST_AUTO_TEST_CASE(a_stricter_policy_is_narrowed_on_the_warm_fork_pool) {
   host_dir other("zeta");
   policy_pool_config pp;
   pp.bindable_paths = {data.path, other.path};
-  start(pool_with(granting({data.path}), exec_mode::fork), pp);
+  start(pool_with(granting({data.path}), exec_mode::isolated), pp);
 
   // The pool's policy lets the code read the directory.
   auto open = run(read_code(data.path));
@@ -394,7 +394,7 @@ BOOST_AUTO_TEST_CASE(audit_names_the_request_policy_wherever_it_ran) {
   audit.file.fsync = fsync_policy::every_record;
   policy_pool_config pp;
   pp.bindable_paths = {data.path, other.path};
-  start(pool_with(granting({data.path}), exec_mode::fork), pp, audit);
+  start(pool_with(granting({data.path}), exec_mode::isolated), pp, audit);
   auto narrowed = run("print('n')", R"({"version": 1, "extends": ["default"]})");
   auto own = run("print('o')", granting({data.path, other.path}));
   BOOST_REQUIRE(narrowed.stdout_data == "n\n");
@@ -422,9 +422,10 @@ BOOST_AUTO_TEST_CASE(audit_names_the_request_policy_wherever_it_ran) {
   ::unlink(log.c_str());
 }
 
-BOOST_AUTO_TEST_CASE(a_pool_narrows_only_in_fork_mode_and_within_its_ring) {
+BOOST_AUTO_TEST_CASE(a_pool_narrows_only_in_isolated_mode_and_within_its_ring) {
   // Straight to pools, as an embedder holding a pool handle could.
   auto reuse_cfg = test_pool(1);
+  reuse_cfg.mode = exec_mode::shared;
   auto reuse = spawn_pool(sys, reuse_cfg);
   BOOST_REQUIRE(reuse);
   exec_request req;
@@ -433,11 +434,11 @@ BOOST_AUTO_TEST_CASE(a_pool_narrows_only_in_fork_mode_and_within_its_ring) {
   std::string err;
   self->request(*reuse, 30s, exec_atom::value, req)
       .receive([](exec_result&) {}, [&](caf::error& e) { err = sys.render(e); });
-  BOOST_TEST(err.find("can narrow only code requests in fork mode") != std::string::npos, err);
+  BOOST_TEST(err.find("can narrow only code requests in isolated mode") != std::string::npos, err);
   caf::anon_send(*reuse, shutdown_atom::value);
 
   auto fork_cfg = test_pool(1);
-  fork_cfg.mode = exec_mode::fork;
+  fork_cfg.mode = exec_mode::isolated;
   fork_cfg.ring_capacity = 8192;
   fork_cfg.code_limit = 4096;
   auto fork = spawn_pool(sys, fork_cfg);
@@ -454,7 +455,7 @@ BOOST_AUTO_TEST_CASE(a_pool_narrows_only_in_fork_mode_and_within_its_ring) {
 BOOST_AUTO_TEST_CASE(a_client_cannot_send_its_own_tightening) {
   host_dir data("eta");
   policy_pool_config pp;
-  start(pool_with(granting({data.path}), exec_mode::fork), pp);
+  start(pool_with(granting({data.path}), exec_mode::isolated), pp);
   // Whatever a client puts in the fields the supervisor owns is replaced:
   // here a bogus tightening would refuse the request; it runs normally.
   exec_request req;

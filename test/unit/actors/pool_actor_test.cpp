@@ -130,7 +130,11 @@ BOOST_AUTO_TEST_CASE(output_produced_before_a_timeout_is_kept) {
 }
 
 BOOST_AUTO_TEST_CASE(a_dying_worker_is_worker_lost_and_replaced) {
-  auto pool = make(test_pool(1));
+  // Shared mode: the code runs in the harness itself, so its _exit ends the
+  // worker (in isolated mode it ends only the exec's own process).
+  auto pc = test_pool(1);
+  pc.mode = exec_mode::shared;
+  auto pool = make(pc);
   auto r = exec_code(pool, "import os; os._exit(9)");
   BOOST_TEST((r.error == error_class::worker_lost));
   BOOST_TEST(r.detail.find("during the exec") != std::string::npos, r.detail);
@@ -198,6 +202,28 @@ BOOST_AUTO_TEST_CASE(globals_do_not_leak_between_execs) {
   auto r = exec_code(pool, "print(leak)");
   BOOST_TEST((r.error == error_class::exception));
   BOOST_TEST(r.exception.type == "NameError");
+}
+
+// The default mode isolates execs: what one exec leaves in the interpreter
+// (an attribute hung on a module) is gone for the next on the same worker. Shared mode is the
+// opt-in for one trust domain, and there the interpreter's state carries over.
+BOOST_AUTO_TEST_CASE(the_default_mode_isolates_execs_and_shared_mode_does_not) {
+  BOOST_TEST((pool_config{}.mode == exec_mode::isolated));
+  const char* leave = "import sys\nsys.castellan_probe = 1\n";
+  const char* look = "import sys\nprint(hasattr(sys, 'castellan_probe'))\n";
+  auto isolated = make(test_pool(1));
+  auto a = exec_code(isolated, leave);
+  auto b = exec_code(isolated, look);
+  BOOST_TEST(a.worker_id == b.worker_id); // the same worker served both
+  BOOST_TEST(b.stdout_data == "False\n");
+  auto pc = test_pool(1);
+  pc.name = "shared";
+  pc.mode = exec_mode::shared;
+  auto shared = make(pc);
+  auto c = exec_code(shared, leave);
+  auto d = exec_code(shared, look);
+  BOOST_TEST(c.worker_id == d.worker_id);
+  BOOST_TEST(d.stdout_data == "True\n");
 }
 
 BOOST_AUTO_TEST_CASE(status_counts_workers_and_execs) {

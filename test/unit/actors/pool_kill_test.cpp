@@ -64,7 +64,7 @@ exec_request request(std::string code, uint64_t id, uint64_t timeout_ms = 0) {
 BOOST_FIXTURE_TEST_SUITE(pool_kill_tests, kill_fixture)
 
 BOOST_AUTO_TEST_CASE(cancel_kills_a_running_exec_with_125_and_keeps_its_output) {
-  for (auto mode : {exec_mode::reuse, exec_mode::fork}) {
+  for (auto mode : {exec_mode::shared, exec_mode::isolated}) {
     BOOST_TEST_CONTEXT("mode " << to_string(mode)) {
       auto pool = make_mode(mode);
       const std::string tag = test::unique_task_name("ckcn");
@@ -98,7 +98,7 @@ BOOST_AUTO_TEST_CASE(cancel_kills_a_running_exec_with_125_and_keeps_its_output) 
 }
 
 BOOST_AUTO_TEST_CASE(cancel_of_a_queued_exec_answers_it_without_running_it) {
-  auto pool = make_mode(exec_mode::reuse);
+  auto pool = make_mode(exec_mode::shared);
   self->send(pool, exec_atom::value, request("import time; time.sleep(60)", 1, 30000));
   self->send(pool, exec_atom::value, request("print('never')", 2));
   wait_busy(pool);
@@ -114,7 +114,7 @@ BOOST_AUTO_TEST_CASE(cancel_of_a_queued_exec_answers_it_without_running_it) {
 }
 
 BOOST_AUTO_TEST_CASE(cancel_of_an_unknown_exec_is_a_no_op_answer) {
-  auto pool = make_mode(exec_mode::reuse);
+  auto pool = make_mode(exec_mode::shared);
   auto reply = cancel(pool, 999);
   BOOST_TEST((reply.outcome == cancel_outcome::unknown));
   BOOST_TEST(reply.detail.find("999") != std::string::npos, reply.detail);
@@ -122,7 +122,7 @@ BOOST_AUTO_TEST_CASE(cancel_of_an_unknown_exec_is_a_no_op_answer) {
 }
 
 BOOST_AUTO_TEST_CASE(the_ring_timer_deadline_kills_the_whole_tree_in_both_modes) {
-  for (auto mode : {exec_mode::reuse, exec_mode::fork}) {
+  for (auto mode : {exec_mode::shared, exec_mode::isolated}) {
     BOOST_TEST_CONTEXT("mode " << to_string(mode)) {
       auto pool = make_mode(mode);
       const std::string tag = test::unique_task_name("ckdl");
@@ -147,7 +147,7 @@ BOOST_AUTO_TEST_CASE(the_ring_timer_deadline_kills_the_whole_tree_in_both_modes)
 }
 
 BOOST_AUTO_TEST_CASE(an_exec_that_hits_the_memory_limit_is_oom) {
-  for (auto mode : {exec_mode::reuse, exec_mode::fork}) {
+  for (auto mode : {exec_mode::shared, exec_mode::isolated}) {
     BOOST_TEST_CONTEXT("mode " << to_string(mode)) {
       auto pc = test_pool(1);
       pc.mode = mode;
@@ -161,7 +161,7 @@ BOOST_AUTO_TEST_CASE(an_exec_that_hits_the_memory_limit_is_oom) {
 }
 
 BOOST_AUTO_TEST_CASE(a_fork_bomb_is_contained_and_the_worker_replaced) {
-  for (auto mode : {exec_mode::reuse, exec_mode::fork}) {
+  for (auto mode : {exec_mode::shared, exec_mode::isolated}) {
     BOOST_TEST_CONTEXT("mode " << to_string(mode)) {
       auto pool = make_mode(mode);
       auto first = exec_code(pool, "import os\nwhile True: os.fork()\n");
@@ -176,15 +176,15 @@ BOOST_AUTO_TEST_CASE(a_fork_bomb_is_contained_and_the_worker_replaced) {
 }
 
 BOOST_AUTO_TEST_CASE(a_process_left_running_gets_the_worker_replaced) {
-  auto pool = make_mode(exec_mode::reuse);
+  auto pool = make_mode(exec_mode::shared);
   auto first = exec_code(pool, "import os, time\nif os.fork() == 0:\n    time.sleep(60)\n");
   BOOST_TEST((first.error == error_class::ok));
   auto next = exec_code(pool, "print('x')");
   BOOST_TEST(next.worker_id != first.worker_id);
 }
 
-BOOST_AUTO_TEST_CASE(fork_mode_leaks_no_state_between_execs) {
-  auto pool = make_mode(exec_mode::fork);
+BOOST_AUTO_TEST_CASE(isolated_mode_leaks_no_state_between_execs) {
+  auto pool = make_mode(exec_mode::isolated);
   auto a = exec_code(pool,
                      "import sys, types, threading, time\n"
                      "sys.modules['castellan_leak'] = types.ModuleType('castellan_leak')\n"
@@ -206,7 +206,7 @@ BOOST_AUTO_TEST_CASE(fork_mode_leaks_no_state_between_execs) {
 }
 
 BOOST_AUTO_TEST_CASE(reuse_mode_still_resets_globals) {
-  auto pool = make_mode(exec_mode::reuse);
+  auto pool = make_mode(exec_mode::shared);
   exec_code(pool, "leak = 1");
   auto r = exec_code(pool, "print('leak' in globals())");
   BOOST_TEST(r.stdout_data == "False\n");

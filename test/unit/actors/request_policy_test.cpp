@@ -27,7 +27,7 @@ std::string policies_dir() {
 }
 
 /// The test pool under policies/default.json, in `mode`.
-pool_config default_pool(exec_mode mode = exec_mode::fork) {
+pool_config default_pool(exec_mode mode = exec_mode::isolated) {
   auto pc = test::actor_system_fixture::test_pool(1);
   pc.mode = mode;
   auto doc = policy::load_policy(policies_dir() + "/default.json", policies_dir());
@@ -127,7 +127,7 @@ BOOST_AUTO_TEST_CASE(the_ceiling_names_each_problem) {
 }
 
 BOOST_AUTO_TEST_CASE(where_a_request_policy_may_run) {
-  const auto pool = default_pool(exec_mode::fork);
+  const auto pool = default_pool(exec_mode::isolated);
   const auto pp = settings({"/usr/share"});
   auto route = [&](const pool_config& p, const std::string& text) {
     auto rp = resolve(text, pool, pp);
@@ -155,15 +155,15 @@ BOOST_AUTO_TEST_CASE(where_a_request_policy_may_run) {
   BOOST_TEST(route(pool, R"({"version": 1, "extends": ["default"], "fs": {"rules":
                             [{"action": "deny", "path": "/tmp/secret", "perms": ["write_file"]}]}})")
                  .find("seccomp notify") != std::string::npos);
-  // Reuse mode narrows nothing.
-  const auto reuse = default_pool(exec_mode::reuse);
-  BOOST_TEST(route(reuse, R"({"version": 1, "extends": ["default"], "antiEscape":
+  // Shared mode narrows nothing.
+  const auto shared = default_pool(exec_mode::shared);
+  BOOST_TEST(route(shared, R"({"version": 1, "extends": ["default"], "antiEscape":
                              {"denySyscalls": ["uname"]}})")
-                 .find("reuse mode") != std::string::npos);
+                 .find("shared mode") != std::string::npos);
 }
 
 BOOST_AUTO_TEST_CASE(the_tightening_holds_the_request_policys_rules) {
-  const auto pool = default_pool(exec_mode::fork);
+  const auto pool = default_pool(exec_mode::isolated);
   const auto pp = settings();
   auto rp = resolve(R"({"version": 1, "extends": ["default"], "antiEscape":
                        {"denySyscalls": ["uname", "ptrace"]}})",
