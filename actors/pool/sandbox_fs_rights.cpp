@@ -1,9 +1,11 @@
 #include "actors/pool/sandbox_fs_rights.hpp"
 
 #include <algorithm>
+#include <optional>
 
 #include "actors/policy/engine/path.hpp"
 #include "actors/pool/sandbox_profile.hpp"
+#include "platform/linux/host_permissions.hpp"
 
 namespace castellan {
 
@@ -17,15 +19,6 @@ constexpr uint64_t file_rights = platform::landlock_fs::execute |
                                  platform::landlock_fs::write_file |
                                  platform::landlock_fs::read_file |
                                  platform::landlock_fs::truncate | platform::landlock_fs::ioctl_dev;
-
-/// True when `ancestor` is `path` or a directory above it (both normalised).
-bool covers(std::string_view ancestor, std::string_view path) {
-  if (ancestor == "/")
-    return true;
-  return path == ancestor ||
-         (path.size() > ancestor.size() && path.compare(0, ancestor.size(), ancestor) == 0 &&
-          path[ancestor.size()] == '/');
-}
 
 /// The rights the policy allows (or warns about) at `path`, one right at a
 /// time, and those a rule of it denies there.
@@ -51,7 +44,7 @@ policy_rights rights_at(const pol::compiled_policy& policy, std::string_view pat
 uint64_t base_rights_at(std::string_view path, const policy_rights& policy) {
   uint64_t out = 0;
   for (const auto& g : base_grants())
-    if (covers(g.path, path))
+    if (platform::path_covers(g.path, path))
       out |= g.access;
   return out & ~policy.denied_by_rule;
 }
@@ -62,7 +55,7 @@ std::string through_symlinks(const platform::root_spec& root, std::string path) 
   for (int hops = 0; hops < 8; ++hops) {
     bool moved = false;
     for (const auto& s : root.symlinks) {
-      if (!covers(s.path, path) || s.path == "/")
+      if (!platform::path_covers(s.path, path) || s.path == "/")
         continue;
       std::string target = s.points_to;
       if (target.empty())
@@ -87,8 +80,8 @@ std::string through_symlinks(const platform::root_spec& root, std::string path) 
 /// sandbox has no such file. True when it might exist (inside a bind, a
 /// tmpfs, /proc or /dev, or a path the builder creates).
 bool may_exist(const platform::root_spec& root, const std::string& path) {
-  auto inside = [&](const std::string& top) { return covers(top, path); };
-  auto above = [&](const std::string& below) { return covers(path, below); };
+  auto inside = [&](const std::string& top) { return platform::path_covers(top, path); };
+  auto above = [&](const std::string& below) { return platform::path_covers(path, below); };
   for (const auto& b : root.binds)
     if (inside(b.target) || above(b.target))
       return true;
@@ -160,16 +153,28 @@ sandbox_decision decide_in_sandbox(const platform::sandbox_spec& spec,
   uint64_t granted = 0;
   const platform::landlock_path_rule* nearest = nullptr;
   for (const auto& rule : spec.landlock.paths) {
-    if (!covers(rule.path, resolved))
+    if (!platform::path_covers(rule.path, resolved))
       continue;
     granted |= rule.access;
     if (nearest == nullptr || rule.path.size() > nearest->path.size())
       nearest = &rule;
   }
   const uint64_t missing = access & ~granted;
+  // Past Landlock and the policy, the host's own owner and mode bits decide
+  // on files behind a bind (a writable bind of a directory the sandbox's
+  // host uid does not own, say).
+  auto host_refuses = [&]() -> std::optional<std::string> {
+    auto ids = platform::default_sandbox_host_ids();
+    if (!ids)
+      return std::nullopt;
+    return platform::host_refusal(spec.root, *ids, resolved, access);
+  };
   if (d.verdict != pol::action::deny) {
-    if (missing == 0)
+    if (missing == 0) {
+      if (auto why = host_refuses())
+        return {pol::action::deny, "sandbox: " + *why};
       return out;
+    }
     std::string names;
     for (const auto& n : platform::landlock_fs_names(missing))
       names += (names.empty() ? "" : ",") + n;
@@ -178,8 +183,11 @@ sandbox_decision decide_in_sandbox(const platform::sandbox_spec& spec,
   }
   if (missing == 0 && d.source == pol::decision_source::default_action) {
     for (const auto& g : base_grants())
-      if (covers(g.path, resolved) && (access & ~g.access) == 0)
+      if (platform::path_covers(g.path, resolved) && (access & ~g.access) == 0) {
+        if (auto why = host_refuses())
+          return {pol::action::deny, "sandbox: " + *why};
         return {pol::action::allow, "castellan base: " + g.path + " (" + g.why + ")"};
+      }
   }
   return out;
 }

@@ -48,7 +48,8 @@ void limit_landlock_to_policy(platform::sandbox_spec& spec,
 /// What a sandbox built from `spec` (after limit_landlock_to_policy) and
 /// `policy` does with `access` on `path`: the policy's decision where the
 /// sandbox agrees with it, else the sandbox's own (a right its root does not
-/// have there, a base grant).
+/// have there, a base grant, or the owner and mode of the host file behind a
+/// bind refusing the sandbox's host uid: platform/linux/host_permissions.hpp).
 struct sandbox_decision {
   policy::action verdict = policy::action::deny;
   std::string by; ///< "/fs/rules/3", "default", "sandbox: …", "castellan base: …"

@@ -24,6 +24,7 @@
 #include "apps/castellan/cli_context.hpp"
 #include "actors/pool/pool_actor.hpp"
 #include "actors/pool/sandbox_fs_rights.hpp"
+#include "platform/linux/host_permissions.hpp"
 #include "actors/pool/sandbox_profile.hpp"
 #include "platform/install_layout.hpp"
 
@@ -62,6 +63,21 @@ pol::validated<pol::policy_document> load(const std::string& argument, const std
     if (auto layout = platform::find_install_layout())
       file = platform::resolve_policy_argument(*layout, argument);
   return pol::load_policy(file, dir.empty() ? pol::parent_directory(file) : dir);
+}
+
+// The sandbox a pool builds from `doc` (none when the policy runs without one).
+std::optional<platform::sandbox_spec> sandbox_of(const pol::policy_document& doc) {
+  pool_config pc;
+  if (auto layout = platform::find_install_layout())
+    pc.harness = layout->harness;
+  else
+    pc.harness = std::string(sandbox_harness_dir) + "/castellan_harness.py";
+  if (!apply_policy(doc, pc) || pc.isolation != platform::isolation_mode::namespaces)
+    return std::nullopt;
+  auto spec = make_sandbox_spec(pc.sandbox, pc.harness);
+  if (!spec)
+    return std::nullopt;
+  return std::move(*spec);
 }
 
 // -- check -----------------------------------------------------------------------
@@ -111,7 +127,18 @@ void run_check(const policy_args& a, cli_context& ctx) {
     }
     auto doc = load(f, a.policy_dir);
     if (doc) {
-      std::cout << f << ": ok\n";
+      // Valid; but a bind it makes writable may still be one the host's
+      // owner and mode bits keep the sandbox's code from writing.
+      std::vector<std::string> warnings;
+      if (auto sandbox = sandbox_of(*doc))
+        if (auto ids = platform::default_sandbox_host_ids())
+          warnings = platform::unwritable_binds(sandbox->root, *ids);
+      std::cout << f << ": ok";
+      if (!warnings.empty())
+        std::cout << ", " << warnings.size() << (warnings.size() == 1 ? " warning" : " warnings");
+      std::cout << '\n';
+      for (const auto& w : warnings)
+        std::cout << f << ": warning: " << w << '\n';
       continue;
     }
     ++bad;
@@ -255,18 +282,7 @@ void run_explain(const policy_args& a, const CLI::App& sub, cli_context& ctx) {
       pol::compiled_policy::compile(std::move(*doc), pol::policy_name_of(a.files.front()));
   // fs queries are answered for the sandbox a pool builds from this policy:
   // the same Landlock rules its workers get (sandbox_fs_rights.hpp).
-  std::optional<platform::sandbox_spec> sandbox;
-  {
-    pool_config pc;
-    if (auto layout = platform::find_install_layout())
-      pc.harness = layout->harness;
-    else
-      pc.harness = std::string(sandbox_harness_dir) + "/castellan_harness.py";
-    if (apply_policy(policy->document(), pc) &&
-        pc.isolation == platform::isolation_mode::namespaces)
-      if (auto spec = make_sandbox_spec(pc.sandbox, pc.harness))
-        sandbox = std::move(*spec);
-  }
+  const std::optional<platform::sandbox_spec> sandbox = sandbox_of(policy->document());
   // Answer in command-line order: walk the options as CLI11 parsed them.
   size_t next_fs = 0;
   size_t next_net = 0;

@@ -104,6 +104,14 @@ struct captured {
 
 } // namespace
 
+bool path_covers(std::string_view ancestor, std::string_view path) noexcept {
+  if (ancestor == "/")
+    return !path.empty() && path.front() == '/';
+  return path == ancestor ||
+         (path.size() > ancestor.size() && path.compare(0, ancestor.size(), ancestor) == 0 &&
+          path[ancestor.size()] == '/');
+}
+
 outcome<void> validate(const root_spec& spec) {
   std::set<std::string> targets;
   auto check = [&](const std::string& path, const char* what, bool unique) -> outcome<void> {

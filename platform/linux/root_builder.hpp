@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "ipc/result.hpp"
@@ -107,6 +108,10 @@ struct root_report {
 
 /// Checks the paths (absolute, normalised, no "..", no duplicate targets).
 outcome<void> validate(const root_spec& spec);
+
+/// True when `ancestor` is `path` or a directory above it (both absolute and
+/// normalised): whether a mount or rule at `ancestor` covers `path`.
+bool path_covers(std::string_view ancestor, std::string_view path) noexcept;
 
 /// Captures, in the calling process, the source of every bind marked
 /// captured_by_spawner (clone_tree), and sets its source_fd to the fd the

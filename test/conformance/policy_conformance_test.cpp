@@ -15,6 +15,7 @@
 #include <boost/test/unit_test.hpp>
 
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
@@ -27,6 +28,7 @@
 #include "actors/policy/engine/policy_loader.hpp"
 #include "actors/pool/sandbox_fs_rights.hpp"
 #include "actors/pool/sandbox_profile.hpp"
+#include "platform/linux/host_permissions.hpp"
 #include "support/actor_system_fixture.hpp"
 
 #include <nlohmann/json.hpp>
@@ -42,7 +44,8 @@ struct operation {
 };
 
 /// The operations, in order: what one creates, the next ones use.
-std::vector<operation> operations(const std::string& host_dir) {
+std::vector<operation> operations(const std::string& host_dir,
+                                  const std::vector<std::string>& writable_dirs) {
   std::vector<operation> ops;
   for (const std::string& dir : std::vector<std::string>{"/tmp", "/dev/shm"}) {
     const std::string f = dir + "/conformance-file";
@@ -81,6 +84,16 @@ std::vector<operation> operations(const std::string& host_dir) {
   ops.push_back({"read_file", host_dir + "/data.txt"});
   ops.push_back({"write_file", host_dir + "/data.txt"});
   ops.push_back({"make_reg", host_dir + "/conformance-new"});
+  // Host directories the policy makes writable: one the sandbox's host uid
+  // owns, one it does not (the host's mode bits refuse what the policy allows).
+  for (const auto& dir : writable_dirs) {
+    ops.push_back({"make_reg", dir + "/conformance-new"});
+    ops.push_back({"write_file", dir + "/data.txt"});
+    ops.push_back({"read_file", dir + "/data.txt"});
+    ops.push_back({"make_dir", dir + "/conformance-dir"});
+    ops.push_back({"remove_dir", dir + "/conformance-dir"});
+    ops.push_back({"remove_file", dir + "/conformance-new"});
+  }
   for (const char* prog : {"/usr/bin/python3", "/bin/sh", "/usr/bin/id", "/usr/bin/env"})
     ops.push_back({"exec", prog});
   return ops;
@@ -141,16 +154,43 @@ bool explained_allow(const platform::sandbox_spec& spec, const pol::compiled_pol
 
 struct conformance_fixture : test::actor_system_fixture {
   std::string host_dir;
+  std::vector<std::string> writable_dirs;
   conformance_fixture() {
-    char pattern[] = "/var/tmp/castellan-conformance-XXXXXX";
-    BOOST_REQUIRE(::mkdtemp(pattern) != nullptr);
-    host_dir = pattern;
-    ::chmod(host_dir.c_str(), 0755);
+    host_dir = make_dir();
     std::ofstream(host_dir + "/data.txt") << "host data\n";
+    // Writable by the policy: owned by root, and by the sandbox's host uid
+    // (65534 under a root supervisor, else the supervisor's own).
+    auto ids = platform::default_sandbox_host_ids();
+    BOOST_REQUIRE_MESSAGE(ids, (ids ? "" : ids.error().describe()));
+    for (const uid_t owner : {uid_t{0}, uid_t(ids->uid)}) {
+      const std::string dir = make_dir();
+      std::ofstream(dir + "/data.txt") << "host data\n";
+      if (::geteuid() == 0) {
+        BOOST_REQUIRE(::chown(dir.c_str(), owner, owner) == 0);
+        BOOST_REQUIRE(::chown((dir + "/data.txt").c_str(), owner, owner) == 0);
+      }
+      writable_dirs.push_back(dir);
+    }
   }
   ~conformance_fixture() {
     std::error_code ec;
     std::filesystem::remove_all(host_dir, ec);
+    for (const auto& d : writable_dirs)
+      std::filesystem::remove_all(d, ec);
+  }
+  static std::string make_dir() {
+    char pattern[] = "/var/tmp/castellan-conformance-XXXXXX";
+    BOOST_REQUIRE(::mkdtemp(pattern) != nullptr);
+    ::chmod(pattern, 0755);
+    return pattern;
+  }
+  /// What an earlier policy's operations left in the writable directories.
+  void reset_writable_dirs() const {
+    std::error_code ec;
+    for (const auto& d : writable_dirs) {
+      std::filesystem::remove_all(d + "/conformance-new", ec);
+      std::filesystem::remove_all(d + "/conformance-dir", ec);
+    }
   }
 };
 
@@ -167,16 +207,26 @@ BOOST_AUTO_TEST_CASE(every_prebuilt_policy_does_what_explain_says) {
   std::sort(names.begin(), names.end());
   BOOST_REQUIRE(names.size() >= 10u);
 
-  const auto ops = operations(host_dir);
+  const auto ops = operations(host_dir, writable_dirs);
   std::size_t compared = 0, absent = 0, disagreements = 0;
   std::map<std::string, std::size_t> outcomes;
   for (const auto& name : names) {
-    // The pre-built policy, plus read access to one host directory (a bind
-    // outside the default root).
+    // The pre-built policy, plus read access to one host directory and
+    // write access to two (binds outside the default root).
+    nlohmann::json rules = nlohmann::json::array();
+    rules.push_back({{"action", "allow"}, {"path", host_dir}, {"perms", {"read_file", "read_dir"}}});
+    for (const auto& d : writable_dirs)
+      rules.push_back({{"action", "allow"},
+                       {"path", d},
+                       {"perms",
+                        {"read_file", "read_dir", "write_file", "truncate", "make_reg", "make_dir",
+                         "remove_file", "remove_dir"}}});
     std::ofstream(host_dir + "/policy.json")
-      << R"({"version": 1, "extends": [")" << dir << "/" << name
-      << R"(.json"], "fs": {"rules": [{"action": "allow", "path": ")" << host_dir
-      << R"(", "perms": ["read_file", "read_dir"]}]}})";
+      << nlohmann::json{{"version", 1},
+                        {"extends", {dir + "/" + name + ".json"}},
+                        {"fs", {{"rules", rules}}}}
+           .dump();
+    reset_writable_dirs();
     auto doc = pol::load_policy(host_dir + "/policy.json", dir);
     BOOST_REQUIRE_MESSAGE(doc, name << ": " << (doc ? "" : doc.to_failure().describe()));
     auto pc = test_pool(1);

@@ -278,6 +278,54 @@ BOOST_AUTO_TEST_CASE(a_request_policy_is_narrowed_in_isolated_mode_or_gets_its_o
   std::filesystem::remove_all(dir, ec);
 }
 
+// A bind the policy makes writable but the host's owner and mode keep the
+// sandbox's code from writing: `policy check` warns, `policy explain` says
+// the host refuses, and the kernel does refuse; once the directory belongs
+// to the sandbox's host uid, all three agree that it may write.
+BOOST_AUTO_TEST_CASE(policy_check_and_explain_know_the_host_owner_of_a_writable_bind) {
+  if (::geteuid() != 0) {
+    BOOST_TEST_MESSAGE("not root: the sandbox's host uid is ours, nothing to refuse; skipped");
+    return;
+  }
+  char pattern[] = "/var/tmp/castellan-writable-XXXXXX";
+  BOOST_REQUIRE(::mkdtemp(pattern) != nullptr);
+  const std::string dir = pattern;
+  ::chmod(dir.c_str(), 0755);
+  const std::string policy = dir + ".json";
+  std::ofstream(policy) << R"({"version": 1, "extends": [")"
+                        << castellan::test::source_dir() << R"(/policies/default.json"],)"
+                        << R"( "fs": {"rules": [{"action": "allow", "path": ")" << dir
+                        << R"(", "perms": ["read_dir", "read_file", "write_file", "make_reg"]}]}})";
+  const std::string create = "open('" + dir + "/out.txt', 'w').write('x')";
+
+  auto check = cli({"policy", "check", policy});
+  BOOST_TEST(check.exit_code == 0, check.err);
+  BOOST_TEST(check.out.find(": ok, 1 warning") != std::string::npos, check.out);
+  BOOST_TEST(check.out.find("host uid 65534 may not create files in " + dir) != std::string::npos,
+             check.out);
+  auto explain = cli({"policy", "explain", policy, "--fs", "make_reg:" + dir + "/out.txt"});
+  BOOST_TEST(explain.out.find("deny fs make_reg:" + dir + "/out.txt by sandbox: host uid 65534") ==
+               0u,
+             explain.out);
+  auto refused = cli({"exec", "--policy", policy, create});
+  BOOST_TEST(refused.exit_code == 1);
+  BOOST_TEST(refused.err.find("PermissionError") != std::string::npos, refused.err);
+
+  BOOST_REQUIRE(::chown(dir.c_str(), 65534, 65534) == 0);
+  check = cli({"policy", "check", policy});
+  BOOST_TEST(check.out.find("warning") == std::string::npos, check.out);
+  explain = cli({"policy", "explain", policy, "--fs", "make_reg:" + dir + "/out.txt"});
+  BOOST_TEST(explain.out.find("allow fs make_reg:" + dir + "/out.txt") == 0u, explain.out);
+  auto written = cli({"exec", "--policy", policy, create});
+  BOOST_TEST(written.exit_code == 0, written.err);
+  struct stat st {};
+  BOOST_TEST(::stat((dir + "/out.txt").c_str(), &st) == 0);
+  BOOST_TEST(st.st_uid == 65534u);
+  std::error_code ec;
+  std::filesystem::remove_all(dir, ec);
+  std::filesystem::remove(policy, ec);
+}
+
 BOOST_AUTO_TEST_SUITE_END()
 
 BOOST_AUTO_TEST_SUITE(cli_run)
