@@ -18,6 +18,7 @@
 #include "actors/pool/syscall_mediator.hpp"
 #include "platform/linux/landlock.hpp"
 #include "support/actor_system_fixture.hpp"
+#include "support/sanitizers.hpp"
 
 using namespace castellan;
 
@@ -37,6 +38,13 @@ struct strict_pool : test::actor_system_fixture {
     auto ok = apply_policy(*doc, pc);
     BOOST_REQUIRE_MESSAGE(ok, (ok ? "" : ok.error().describe()));
     pc.mode = mode;
+    if (pc.warm_start && test::address_sanitizer) {
+      // Warm workers run Python inside the instrumented launcher: ASan's
+      // allocator (its quarantine alone keeps up to 256 MiB) is not what a
+      // policy's memory limit is sized for.
+      BOOST_TEST_MESSAGE("AddressSanitizer build: warm workers get a 2 GiB memory limit");
+      pc.limits.memory_bytes = 2ull << 30;
+    }
     pc.recycle_after = recycle_after; // 1: every probe starts in a fresh worker
     pc.worker_stderr = std::getenv("CASTELLAN_WORKER_STDERR") != nullptr;
     auto p = spawn_pool(sys, pc);
