@@ -45,7 +45,7 @@ struct audit_state {
   bool tick_pending = false;
 };
 
-using audit_pointer = audit_actor::stateful_pointer<audit_state>;
+using audit_pointer = audit_internal_actor::stateful_pointer<audit_state>;
 
 template <class T> std::string_view event_syscall(const T&) {
   return {};
@@ -65,7 +65,7 @@ void schedule_tick(audit_pointer self) {
   if (st.tick_pending)
     return;
   st.tick_pending = true;
-  self->delayed_send(caf::actor_cast<audit_actor>(self),
+  self->delayed_send(caf::actor_cast<audit_internal_actor>(self),
                      std::chrono::milliseconds(std::max<uint32_t>(st.cfg.report_interval_ms, 1)),
                      audit_tick_atom::value);
 }
@@ -231,7 +231,7 @@ bool flush_all(audit_pointer self) {
   return ok;
 }
 
-audit_actor::behavior_type audit_impl(audit_pointer self, audit_config cfg, audit_links links,
+audit_internal_actor::behavior_type audit_impl(audit_pointer self, audit_config cfg, audit_links links,
                                       std::shared_ptr<file_sink> file) {
   auto& st = self->state;
   st.cfg = std::move(cfg);
@@ -325,7 +325,9 @@ caf::expected<audit_actor> spawn_audit(caf::actor_system& sys, audit_config cfg,
   auto file = open_file(cfg, links.pressure);
   if (!file)
     return make_error(castellan_errc::io_failed, file.error());
-  return sys.spawn<caf::detached>(audit_impl, std::move(cfg), std::move(links), std::move(*file));
+  // Clients get the public interface only.
+  return audit_actor{
+      sys.spawn<caf::detached>(audit_impl, std::move(cfg), std::move(links), std::move(*file))};
 }
 
 } // namespace castellan

@@ -36,9 +36,11 @@ using audit_actor =
                      caf::replies_to<status_atom>::with<audit_stats>,
                      // reports pending drops, then waits until every record so far is written
                      // (and synced, per the fsync policy)
-                     caf::replies_to<audit_flush_atom>::with<audit_stats>,
-                     // the periodic report timer (internal)
-                     caf::reacts_to<audit_tick_atom>>;
+                     caf::replies_to<audit_flush_atom>::with<audit_stats>>;
+
+/// The audit actor's whole interface: the public one plus its own periodic
+/// report timer, which only it sends.
+using audit_internal_actor = audit_actor::extend<caf::reacts_to<audit_tick_atom>>;
 
 /// What the audit actor reports to, besides its sinks.
 struct audit_links {

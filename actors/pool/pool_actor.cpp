@@ -6,6 +6,7 @@
 /// polls a recycled fd number.
 
 #include "actors/pool/pool_actor.hpp"
+#include "actors/pool/pool_internal.hpp"
 
 #include <time.h>
 #include <unistd.h>
@@ -117,7 +118,7 @@ struct pool_state {
   std::unique_ptr<worker_event_source> events;
 };
 
-using pool_ptr = pool_actor::stateful_pointer<pool_state>;
+using pool_ptr = pool_internal_actor::stateful_pointer<pool_state>;
 
 void publish(pool_ptr self, uint64_t id, const worker_slot& slot, std::string reason = {}) {
   if (!self->state.cfg.listener)
@@ -724,7 +725,7 @@ pool_status make_status(pool_ptr self) {
   return s;
 }
 
-pool_actor::behavior_type pool_impl(pool_ptr self, pool_config cfg) {
+pool_internal_actor::behavior_type pool_impl(pool_ptr self, pool_config cfg) {
   auto& st = self->state;
   st.cfg = std::move(cfg);
   auto tpl = prepare_worker_template(st.cfg);
@@ -936,7 +937,8 @@ outcome<pool_actor> spawn_pool(caf::actor_system& sys, pool_config cfg) {
   auto resolved = resolve_pool_config(std::move(cfg));
   if (!resolved)
     return resolved.error();
-  return sys.spawn(pool_impl, std::move(*resolved));
+  // Clients get the public interface only.
+  return pool_actor{sys.spawn(pool_impl, std::move(*resolved))};
 }
 
 } // namespace castellan

@@ -26,30 +26,19 @@
 
 namespace castellan {
 
+/// What a pool's clients may send it: the handle spawn_pool and the
+/// supervisor's get_pool hand out. What the pool's own parts send it (kernel
+/// events from its event source, its timers) is in pool_internal_actor
+/// (pool_internal.hpp), which only the pool holds: a client could otherwise
+/// forge a worker's exit or a decided call.
 using pool_actor = caf::typed_actor<
   // Runs one request on a warm worker.
   caf::replies_to<exec_atom, exec_request>::with<exec_result>,
   // Occupancy and counters.
   caf::replies_to<status_atom>::with<pool_status>,
-  // From the pool's event source thread: worker `id` rang its doorbell.
-  caf::reacts_to<doorbell_atom, uint64_t>,
-  // From the pool's event source thread: worker `id`'s process exited.
-  caf::reacts_to<exited_atom, uint64_t>,
-  // From the pool's event source thread: decided system calls
-  // (actors/mediation_messages.hpp).
-  caf::reacts_to<syscall_denied>,
-  caf::reacts_to<policy_warning>,
-  caf::reacts_to<optimistic_violation>,
-  // From the pool's event source thread (its ring timer): the deadline of
-  // dispatch `serial` on worker `id` passed.
-  caf::reacts_to<deadline_atom, uint64_t, uint64_t>,
   // Cancels exec `exec_id`: kills its worker if it runs, drops it if it is
   // queued; a no-op answer for one that finished or is unknown.
   caf::replies_to<cancel_atom, uint64_t>::with<cancel_reply>,
-  // From the pool itself: retry starting workers after a failure.
-  caf::reacts_to<refill_atom>,
-  // From the pool itself: publish the gauges (occupancy, ring fill) to telemetry.
-  caf::reacts_to<gauge_tick_atom>,
   // Stop every worker and quit.
   caf::reacts_to<shutdown_atom>>;
 

@@ -18,7 +18,7 @@
 #include <spdlog/spdlog.h>
 
 #include "actors/pool/mediation_privileges.hpp"
-#include "actors/pool/pool_actor.hpp"
+#include "actors/pool/pool_internal.hpp"
 
 namespace castellan {
 
@@ -158,7 +158,7 @@ void worker_event_source::post(command cmd, bool wake) {
 template <class... Ts>
 void worker_event_source::tell_pool(Ts&&... xs) {
   if (auto strong = caf::actor_cast<caf::strong_actor_ptr>(pool_))
-    caf::anon_send(caf::actor_cast<pool_actor>(strong), std::forward<Ts>(xs)...);
+    caf::anon_send(caf::actor_cast<pool_internal_actor>(strong), std::forward<Ts>(xs)...);
 }
 
 void worker_event_source::arm_wake() {

@@ -44,7 +44,7 @@ struct supervisor_state {
 
   std::vector<std::string> order; ///< pool names, the default first
   std::map<std::string, pool_entry> pools;
-  std::vector<caf::actor> subscribers;
+  std::vector<worker_state_listener> subscribers;
   telemetry_actor telemetry;
   audit_actor audit; ///< null when nothing is audited
   proxy_actor proxy; ///< null when no pool allows network
@@ -66,7 +66,7 @@ struct supervisor_state {
   bool shutting_down = false;
 };
 
-using supervisor_ptr = supervisor_actor::stateful_pointer<supervisor_state>;
+using supervisor_ptr = supervisor_internal_actor::stateful_pointer<supervisor_state>;
 
 /// Spawns (or respawns) the pool `name` and monitors it.
 bool start_pool(supervisor_ptr self, pool_entry& entry) {
@@ -97,7 +97,7 @@ void on_down(supervisor_ptr self, const caf::down_msg& msg) {
   auto& st = self->state;
   auto& subs = st.subscribers;
   subs.erase(std::remove_if(subs.begin(), subs.end(),
-                            [&](const caf::actor& a) { return a.address() == msg.source; }),
+                            [&](const worker_state_listener& a) { return a.address() == msg.source; }),
              subs.end());
   if (st.shutting_down)
     return;
@@ -297,7 +297,7 @@ caf::expected<policy_destination> route_request_policy(supervisor_ptr self, exec
   return dest;
 }
 
-supervisor_actor::behavior_type supervisor_impl(supervisor_ptr self, supervisor_config cfg,
+supervisor_internal_actor::behavior_type supervisor_impl(supervisor_ptr self, supervisor_config cfg,
                                                 observers obs) {
   auto& st = self->state;
   st.telemetry = obs.telemetry;
@@ -437,13 +437,13 @@ supervisor_actor::behavior_type supervisor_impl(supervisor_ptr self, supervisor_
         return make_error(castellan_errc::no_such_pool, "get_pool: no pool named '" + name + "'");
       return it->second.handle;
     },
-    [=](subscribe_atom, const caf::actor& who) {
+    [=](subscribe_atom, const worker_state_listener& who) {
       if (!who)
         return;
       self->monitor(who);
       self->state.subscribers.push_back(who);
     },
-    [=](unsubscribe_atom, const caf::actor& who) {
+    [=](unsubscribe_atom, const worker_state_listener& who) {
       auto& subs = self->state.subscribers;
       subs.erase(std::remove(subs.begin(), subs.end(), who), subs.end());
     },
@@ -544,7 +544,8 @@ outcome<supervisor_actor> spawn_supervisor(caf::actor_system& sys, supervisor_co
   if (std::any_of(cfg.pools.begin(), cfg.pools.end(),
                   [](const pool_config& pc) { return pc.egress_policy != nullptr; }))
     obs.proxy = spawn_proxy(sys, proxy_config{cfg.egress, obs.audit, obs.pressure, obs.telemetry});
-  return sys.spawn(supervisor_impl, std::move(cfg), std::move(obs));
+  // Clients get the public interface only.
+  return supervisor_actor{sys.spawn(supervisor_impl, std::move(cfg), std::move(obs))};
 }
 
 } // namespace castellan

@@ -23,6 +23,8 @@
 
 namespace castellan {
 
+/// What clients may send the supervisor (spawn_supervisor's handle). What
+/// only its pools and its own timers send is in supervisor_internal_actor.
 using supervisor_actor = caf::typed_actor<
   // Runs a request on the pool it names (the first pool when it names none),
   // or, with a request policy, where that policy is enforced.
@@ -34,12 +36,10 @@ using supervisor_actor = caf::typed_actor<
   caf::replies_to<status_atom>::with<std::vector<pool_status>>,
   // The pool of that name, for callers that want to skip the routing hop.
   caf::replies_to<get_pool_atom, std::string>::with<pool_actor>,
-  // `actor` receives every worker_state_event from now on (until it is down
-  // or unsubscribes).
-  caf::reacts_to<subscribe_atom, caf::actor>,
-  caf::reacts_to<unsubscribe_atom, caf::actor>,
-  // From the pools: a worker changed state.
-  caf::reacts_to<worker_state_event>,
+  // The listener receives every worker_state_event from now on (until it
+  // is down or unsubscribes).
+  caf::reacts_to<subscribe_atom, worker_state_listener>,
+  caf::reacts_to<unsubscribe_atom, worker_state_listener>,
   // Prometheus text exposition of every metric.
   caf::replies_to<metrics_atom>::with<std::string>,
   // A few lines for humans.
@@ -47,7 +47,13 @@ using supervisor_actor = caf::typed_actor<
   // Waits until every audit record so far is written (and synced).
   caf::replies_to<audit_flush_atom>::with<audit_stats>,
   // Stop every pool, flush the audit log and quit.
-  caf::reacts_to<shutdown_atom>,
+  caf::reacts_to<shutdown_atom>>;
+
+/// The supervisor's whole interface: the public one plus what its pools and
+/// its own timers send it. Pools get it as their worker_state_listener only.
+using supervisor_internal_actor = supervisor_actor::extend<
+  // From the pools: a worker changed state.
+  caf::reacts_to<worker_state_event>,
   // From the supervisor itself: the policy pool `name` may have been idle
   // since its use number `generation` (stopped if so).
   caf::reacts_to<pool_idle_atom, std::string, uint64_t>>;

@@ -188,7 +188,7 @@ outcome<supervisor_actor> start_pool(caf::actor_system& sys, caf::scoped_actor& 
   sc.pools.push_back(pc);
   auto sup = spawn_supervisor(sys, sc);
   if (sup)
-    self->send(*sup, subscribe_atom::value, caf::actor_cast<caf::actor>(self));
+    self->send(*sup, subscribe_atom::value, caf::actor_cast<worker_state_listener>(self));
   return sup;
 }
 

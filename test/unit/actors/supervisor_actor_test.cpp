@@ -67,7 +67,7 @@ BOOST_AUTO_TEST_CASE(routes_to_the_default_and_to_named_pools) {
 
 BOOST_AUTO_TEST_CASE(subscribers_see_every_state_transition) {
   auto sup = start({named("p")});
-  self->send(sup, subscribe_atom::value, caf::actor_cast<caf::actor>(self));
+  self->send(sup, subscribe_atom::value, caf::actor_cast<worker_state_listener>(self));
   // Wait for the worker to be ready, then run one exec and watch it go
   // running → ready.
   std::vector<worker_state> seen;

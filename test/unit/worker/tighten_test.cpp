@@ -14,6 +14,8 @@
 
 #include "platform/linux/landlock.hpp"
 #include "platform/linux/seccomp_export.hpp"
+#include "support/build_paths.hpp"
+#include "support/run_process.hpp"
 #include "worker_process.hpp"
 
 using namespace castellan;
@@ -243,6 +245,41 @@ BOOST_AUTO_TEST_CASE(a_tighten_frame_for_another_request_breaks_the_wire) {
   BOOST_TEST(exit.exited);
   BOOST_TEST(exit.code == 3);
   BOOST_TEST(w.diagnostics().find("TIGHTEN for request 8") != std::string::npos);
+}
+
+// The harness narrows with its own copy of Landlock's tables (Python, in
+// the zygote): the right names and bit positions, the rights a file rule
+// may carry, and what each ABI version knows must be the C++ side's.
+BOOST_AUTO_TEST_CASE(the_harness_landlock_tables_are_the_platforms) {
+  const std::string dir = std::filesystem::path(harness()).parent_path().string();
+  auto r = run_process({"/usr/bin/python3", "-I", "-c",
+                        "import json, sys\n"
+                        "sys.path.insert(0, " + json(dir).dump() + ")\n"
+                        "import castellan_tighten as t\n"
+                        "print(json.dumps({'fs': t.FS_RIGHTS, 'net': t.NET_RIGHTS,\n"
+                        "  'scopes': t.SCOPES, 'file': t.FS_FILE_RIGHTS,\n"
+                        "  'abi': [t._rights_of_abi(a) for a in range(12)]}))\n"});
+  BOOST_REQUIRE_MESSAGE(r.exit_code == 0, r.out << r.err);
+  const auto t = json::parse(r.out);
+  std::vector<std::string> fs, net, scopes;
+  for (unsigned bit = 0; bit < 64; ++bit) {
+    for (auto& n : platform::landlock_fs_names(1ull << bit))
+      fs.push_back(n);
+    for (auto& n : platform::landlock_net_names(1ull << bit))
+      net.push_back(n);
+    for (auto& n : platform::landlock_scope_names(1ull << bit))
+      scopes.push_back(n);
+  }
+  BOOST_TEST(t["fs"].get<std::vector<std::string>>() == fs, t["fs"].dump());
+  BOOST_TEST(t["net"].get<std::vector<std::string>>() == net, t["net"].dump());
+  BOOST_TEST(t["scopes"].get<std::vector<std::string>>() == scopes, t["scopes"].dump());
+  BOOST_TEST(t["file"].get<uint64_t>() == platform::landlock_fs::file_rights);
+  for (int abi = 0; abi < 12; ++abi) {
+    const auto& row = t["abi"][static_cast<std::size_t>(abi)];
+    BOOST_TEST(row[0].get<uint64_t>() == platform::landlock_fs_rights_of_abi(abi), "ABI " << abi);
+    BOOST_TEST(row[1].get<uint64_t>() == platform::landlock_net_rights_of_abi(abi), "ABI " << abi);
+    BOOST_TEST(row[2].get<uint64_t>() == platform::landlock_scopes_of_abi(abi), "ABI " << abi);
+  }
 }
 
 BOOST_AUTO_TEST_SUITE_END()
