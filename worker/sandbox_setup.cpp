@@ -5,6 +5,7 @@
 
 #include <fcntl.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -197,6 +198,11 @@ int sandbox_setup::apply_in_child(int control_fd) noexcept {
     // nobody could answer (seccomp_notify.hpp, "handing the listener over").
     if (auto sent = hand_over_listener(control_fd, listener->get()); !sent)
       return say(exit_sandbox_notify, "notify", sent.error());
+    // The worker has nothing more to say on the control socket: shut its
+    // sending side, for good, so that no exec can park descriptors or data
+    // in the supervisor's end (which nobody reads any more).
+    if (::shutdown(control_fd, SHUT_WR) != 0)
+      return say(exit_sandbox_notify, "notify", errno_failure("shutdown of the control socket"));
     // The child must not keep a listener of its own filter: it would answer
     // itself.
     listener->reset();

@@ -129,6 +129,13 @@ int run_worker(int argc, char** argv, const in_process_harness* in_process) {
   status_fd = opts->status_fd;
   if (auto r = check_inherited_fds(*opts); !r)
     return fail(exit_usage, r.error());
+  // A session and process group of the worker's own: the supervisor's group
+  // holds every worker, and a call aimed at a process group (setpriority,
+  // ioprio_set, kill) must not reach past this worker. The pool kills the
+  // group whose id is castellan-worker's pid (worker_kill.hpp). Already a
+  // group leader (started so by hand): nothing to do.
+  if (::setsid() < 0 && ::getpgrp() != ::getpid())
+    return fail(1, errno_failure("setsid"));
   if (in_process != nullptr) {
     if (!sandboxed)
       return fail(exit_usage, logic_failure("a launched worker needs --sandbox-spec-fd"));

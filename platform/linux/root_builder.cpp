@@ -228,7 +228,10 @@ outcome<root_report> build_root(const root_spec& spec) {
     for (const char* n : dev_nodes) {
       bind_mount dev;
       dev.source = dev.target = std::string("/dev/") + n;
-      dev.writable = true; // device nodes ignore the mount's read-only flag anyway
+      // Read-only: writing the device still works (a node ignores its
+      // mount's flag), but its inode, which is the host's and every
+      // worker's, keeps its times, mode and owner (utime, chmod).
+      dev.writable = false;
       dev.device = true;
       if (auto r = capture(nullptr, dev); !r)
         return r.error();
@@ -274,8 +277,9 @@ outcome<root_report> build_root(const root_spec& spec) {
     if (auto r = attach_tree(c.tree, root + m.target); !r)
       return at("attach bind", r.error());
     if (m.listed)
-      report.mounted.push_back(m.target + " (bind " + (m.writable ? "rw" : "ro") +
-                               (m.device ? " device" : "") + ")");
+      report.mounted.push_back(m.target + (m.device ? std::string(" (device bind, inode read-only)")
+                                                    : std::string(" (bind ") +
+                                                          (m.writable ? "rw" : "ro") + ")"));
     else
       ++unlisted;
   }

@@ -7,6 +7,7 @@
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -15,6 +16,7 @@
 #include <cstdlib>
 #include <map>
 #include <memory>
+#include <utility>
 
 #include "ipc/unique_fd.hpp"
 
@@ -43,6 +45,9 @@ const std::vector<std::string> plain_denials = {
   "quotactl_fd", "lookup_dcookie", "vhangup", "nfsservctl", "sethostname", "setdomainname",
   "fanotify_init", "uselib", "ustat", "sysfs", "_sysctl", "iopl", "ioperm", "modify_ldt",
   "vm86", "vm86old",
+  // watching files: the binds of /usr and /etc are the host's inodes, which
+  // other workers open too; a watch would show what they import
+  "inotify_init", "inotify_init1", "inotify_add_watch", "fanotify_mark",
   // file handles bypass path-based checks (Landlock, mounts)
   "name_to_handle_at", "open_by_handle_at"};
 
@@ -50,7 +55,20 @@ const std::vector<std::string> plain_denials = {
 constexpr const char* argument_rules =
   "clone with any CLONE_NEW* flag: EPERM; clone3: ENOSYS (its flags are in memory the filter "
   "cannot read; libc falls back to clone); personality other than 0 (PER_LINUX) and "
-  "0xffffffff (query): EPERM; ioctl TIOCSTI and TIOCLINUX: EPERM";
+  "0xffffffff (query): EPERM; ioctl TIOCSTI and TIOCLINUX: EPERM; prlimit64, "
+  "sched_setaffinity, sched_setscheduler, sched_setparam and sched_setattr on another process "
+  "than the caller (pid other than 0), setpriority and ioprio_set on anything but the caller "
+  "itself (other than PRIO_PROCESS / IOPRIO_WHO_PROCESS with who 0): EPERM";
+
+/// System calls that change another process's limits or scheduling, and the
+/// argument that names the process (0: the caller). Every process of the
+/// sandbox has the same uid, which is all these calls check, and Landlock
+/// has no hook for them: without this rule an exec could lower the limits,
+/// priority or CPUs of the processes that serve the next one (inherited by
+/// every later fork of the zygote) or of PID 1.
+constexpr const char* own_process_only[] = {"prlimit64", "sched_setaffinity",
+                                            "sched_setscheduler", "sched_setparam",
+                                            "sched_setattr"};
 
 constexpr uint64_t namespace_clone_flags[] = {CLONE_NEWUSER, CLONE_NEWNS,  CLONE_NEWPID,
                                               CLONE_NEWNET,  CLONE_NEWIPC, CLONE_NEWUTS,
@@ -200,6 +218,37 @@ outcome<compiled_seccomp> compile_seccomp(const seccomp_spec& spec) {
         return scmp_failure("seccomp: ioctl rule", rc);
     }
     report.denied.push_back("ioctl (TIOCSTI, TIOCLINUX)");
+  }
+  // Limits and scheduling: the caller's own only (pid 0). The pid is a
+  // pid_t (32 bits).
+  for (const char* name : own_process_only) {
+    if (unconditional(name))
+      continue;
+    const int nr = seccomp_syscall_resolve_name(name);
+    if (nr < 0)
+      continue;
+    if (int rc = seccomp_rule_add(ctx.get(), eperm, nr, 1, SCMP_A0_32(SCMP_CMP_NE, 0)))
+      return scmp_failure(std::string("seccomp: ") + name + " rule", rc);
+    report.denied.push_back(std::string(name) + " (another process)");
+  }
+  // setpriority(which, who, prio) and ioprio_set(which, who, ioprio): only
+  // PRIO_PROCESS / IOPRIO_WHO_PROCESS with who 0, not a process group (the
+  // workers' own processes) or a user (every process of the sandbox).
+  constexpr int ioprio_who_process = 1;
+  for (const auto& [name, process] : {std::pair<const char*, int>{"setpriority", PRIO_PROCESS},
+                                      std::pair<const char*, int>{"ioprio_set",
+                                                                  ioprio_who_process}}) {
+    if (unconditional(name))
+      continue;
+    const int nr = seccomp_syscall_resolve_name(name);
+    if (nr < 0)
+      continue;
+    if (int rc = seccomp_rule_add(ctx.get(), eperm, nr, 1,
+                                  SCMP_A0_32(SCMP_CMP_NE, static_cast<uint32_t>(process))))
+      return scmp_failure(std::string("seccomp: ") + name + " rule", rc);
+    if (int rc = seccomp_rule_add(ctx.get(), eperm, nr, 1, SCMP_A1_32(SCMP_CMP_NE, 0)))
+      return scmp_failure(std::string("seccomp: ") + name + " rule", rc);
+    report.denied.push_back(std::string(name) + " (another process)");
   }
   report.arguments = argument_rules;
 

@@ -98,16 +98,33 @@ struct fork_pool : strict_pool {
   /// something, or reaches for the processes that serve the next exec) and
   /// then PHASE = 2 (it looks); the second's verdict must be one of
   /// `expected`, and both must have run on the same worker.
-  void expect_sequence(const std::string& name, const std::set<std::string>& expected) {
+  void expect_sequence(const std::string& name, const std::set<std::string>& expected,
+                       const std::string& preamble = "") {
     std::string first, second;
-    auto r1 = probe(name, first, "PHASE = 1\n");
+    auto r1 = probe(name, first, preamble + "PHASE = 1\n");
     BOOST_TEST_MESSAGE(name << " (first exec): " << r1.stdout_data << r1.stderr_data);
-    auto r2 = probe(name, second, "PHASE = 2\n");
+    auto r2 = probe(name, second, preamble + "PHASE = 2\n");
     BOOST_TEST((r2.error == error_class::ok), name << ": " << to_string(r2.error) << " "
                                                    << r2.detail << r2.stderr_data);
     BOOST_TEST(r1.worker_id == r2.worker_id,
                name << ": the second exec ran on worker " << r2.worker_id << ", the first on "
                     << r1.worker_id << " (the worker was replaced in between)");
+    BOOST_TEST(expected.count(second) == 1u,
+               name << ": verdict '" << second << "', expected " << *expected.begin());
+  }
+
+  /// Like expect_sequence, for what cannot be put back: the first exec's
+  /// worker must not serve the second.
+  void expect_replaced(const std::string& name, const std::set<std::string>& expected,
+                       const std::string& preamble = "") {
+    std::string first, second;
+    auto r1 = probe(name, first, preamble + "PHASE = 1\n");
+    BOOST_TEST(first == "planted", name << " (first exec): " << r1.stdout_data << r1.stderr_data);
+    auto r2 = probe(name, second, preamble + "PHASE = 2\n");
+    BOOST_TEST((r2.error == error_class::ok), name << ": " << to_string(r2.error) << " "
+                                                   << r2.detail << r2.stderr_data);
+    BOOST_TEST(r1.worker_id != r2.worker_id,
+               name << ": worker " << r1.worker_id << " served the second exec too");
     BOOST_TEST(expected.count(second) == 1u,
                name << ": verdict '" << second << "', expected " << *expected.begin());
   }
@@ -143,6 +160,8 @@ BOOST_AUTO_TEST_CASE(proc1_root) { expect("proc1_root", {"ENOENT"}); }
 BOOST_AUTO_TEST_CASE(dev_mem) { expect("dev_mem", {"ENOENT"}); }
 BOOST_AUTO_TEST_CASE(sys_write) { expect("sys_write", {"ENOENT"}); }
 BOOST_AUTO_TEST_CASE(other_shm) { expect("other_shm", {"empty"}); }
+// A read-only bind: the host's node keeps its times; writing still works.
+BOOST_AUTO_TEST_CASE(dev_node_times) { expect("dev_node_times", {"EROFS"}); }
 
 BOOST_AUTO_TEST_SUITE_END()
 
@@ -161,6 +180,7 @@ BOOST_AUTO_TEST_CASE(init_module) { expect("init_module", {"EPERM"}); }
 BOOST_AUTO_TEST_CASE(userfaultfd) { expect("userfaultfd", {"EPERM"}); }
 BOOST_AUTO_TEST_CASE(open_by_handle) { expect("open_by_handle", {"EPERM"}); }
 BOOST_AUTO_TEST_CASE(sethostname) { expect("sethostname", {"EPERM"}); }
+BOOST_AUTO_TEST_CASE(inotify_watch) { expect("inotify_watch", {"EPERM"}); }
 // uid 0 is not mapped in the worker's user namespace: there is no root to
 // become (EINVAL), let alone the host's.
 BOOST_AUTO_TEST_CASE(setuid_root) { expect("setuid_root", {"EINVAL"}); }
@@ -248,6 +268,12 @@ BOOST_AUTO_TEST_CASE(fork_tmp_attrs) { expect_sequence("fork_tmp_attrs", {"clean
 BOOST_AUTO_TEST_CASE(fork_sysv_ipc) { expect_sequence("fork_sysv_ipc", {"empty"}); }
 BOOST_AUTO_TEST_CASE(fork_stdio_flags) { expect_sequence("fork_stdio_flags", {"blocking"}); }
 BOOST_AUTO_TEST_CASE(fork_mqueue) { expect("fork_mqueue", {"EACCES"}); }
+// Limits and scheduling of the processes that serve the next exec (and of
+// PID 1, the process group, the user): the same uid is all these calls
+// check, so the seccomp filter keeps them to the caller itself.
+BOOST_AUTO_TEST_CASE(fork_sched_reach) { expect("fork_sched_reach", {"refused"}); }
+BOOST_AUTO_TEST_CASE(fork_zygote_limits) { expect_sequence("fork_zygote_limits", {"unchanged"}); }
+BOOST_AUTO_TEST_CASE(fork_shared_locks) { expect_sequence("fork_shared_locks", {"none"}); }
 
 /// A fork-mode pool whose policy has opens the supervisor decides (and
 /// performs for the worker): test/integration/data/mediated.json.
@@ -260,6 +286,17 @@ BOOST_FIXTURE_TEST_CASE(fork_mediated_proc, mediated_fork_pool) {
 }
 BOOST_FIXTURE_TEST_CASE(fork_control_socket, mediated_fork_pool) {
   expect_sequence("fork_control_socket", {"restored"});
+}
+BOOST_FIXTURE_TEST_CASE(fork_control_filter, mediated_fork_pool) {
+  expect_sequence("fork_control_filter", {"clean"}, "LOCK = False\n");
+}
+BOOST_FIXTURE_TEST_CASE(fork_control_filter_locked, mediated_fork_pool) {
+  expect_replaced("fork_control_filter", {"clean"}, "LOCK = True\n");
+}
+// The worker's sending side of the control socket is shut once the
+// supervisor has the listener: nothing can be parked there.
+BOOST_FIXTURE_TEST_CASE(fork_control_park, mediated_fork_pool) {
+  expect("fork_control_park", {"EPIPE"});
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -20,7 +20,15 @@ subreaper and has no child left), the zygote calls `Cleaner.clean()`, which:
   sizes;
 - clears the file status flags (O_NONBLOCK, O_ASYNC) the code may have set
   on the fd 1/2 pipes, whose open file descriptions every exec shares, and
-  gives them back their size.
+  gives them back their size;
+- releases the locks the code may have taken on the open file descriptions
+  it shares with the zygote (fd 0, the fd 1/2 pipes, the control socket):
+  flock and open-file-description locks belong to the description, not to
+  the process, so they would outlive the exec and carry its data (a lock's
+  byte range) to the next;
+- detaches a socket filter the code attached to the control socket (it
+  would hide the next exec's denial records); a locked one cannot be
+  detached and retires the worker.
 
 Without castellan's sandbox (isolation none) there is no private /tmp or
 IPC namespace to put back, and only the shared fds are.
@@ -34,9 +42,11 @@ sandbox (test/escapes/probes/fork_mqueue.py checks that).
 """
 
 import ctypes
+import errno
 import fcntl
 import os
 import stat
+import struct
 
 #: Entries removed per exec before the cleaner gives up and the worker is
 #: replaced instead (a fresh worker is cheaper than a long scrub).
@@ -54,6 +64,8 @@ _PIPE_SIZE = 65536
 _SOL_SOCKET = 1
 _SO_SNDBUF = 7
 _SO_RCVBUF = 8
+_SO_DETACH_FILTER = 27
+_SO_LOCK_FILTER = 44
 
 # System V IPC (include/uapi/linux/{ipc,shm,sem,msg}.h).
 _IPC_RMID = 0
@@ -163,6 +175,7 @@ class Cleaner:
                 self._remove_ipc()
             self._drain_control()
             self._reset_stdio()
+            self._release_locks()
         except _Unclean as e:
             return str(e)
         except OSError as e:
@@ -279,6 +292,14 @@ class Cleaner:
         supervisor never sends an empty record)."""
         if self._control_fd is None:
             return
+        if self._socket_option(_SO_LOCK_FILTER):
+            raise _Unclean("a socket filter was locked onto the control socket")
+        self._sockopt.value = 0
+        if (self._setsockopt(self._control_fd, _SOL_SOCKET, _SO_DETACH_FILTER,
+                             ctypes.byref(self._sockopt), ctypes.sizeof(ctypes.c_int)) != 0
+                and ctypes.get_errno() != errno.ENOENT):  # ENOENT: none attached
+            raise _Unclean(f"cannot detach a socket filter from the control socket: "
+                           f"{os.strerror(ctypes.get_errno())}")
         self._restore_control_buffers()
         # Non-blocking again first: the flag belongs to the socket's open
         # file description, which the code shared.
@@ -297,6 +318,21 @@ class Cleaner:
         finally:
             if used:
                 view[:used] = bytes(used)
+
+    def _release_locks(self):
+        """flock and OFD locks on the shared descriptions, whole range."""
+        fds = [0, *self._stdio]
+        if self._control_fd is not None:
+            fds.append(self._control_fd)
+        # struct flock: l_type, l_whence, (pad), l_start, l_len, l_pid, (pad).
+        unlock = struct.pack("hh4xqqi4x", fcntl.F_UNLCK, os.SEEK_SET, 0, 0, 0)
+        for fd in fds:
+            fcntl.flock(fd, fcntl.LOCK_UN)
+            try:
+                fcntl.fcntl(fd, fcntl.F_OFD_SETLK, unlock)
+            except OSError as e:
+                if e.errno != errno.EINVAL:  # a description that takes no record locks
+                    raise
 
     def _reset_stdio(self):
         for fd in self._stdio:

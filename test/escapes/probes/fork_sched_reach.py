@@ -1,0 +1,36 @@
+# Isolated mode: every process of the sandbox has the same uid, which is all
+# prlimit, setpriority, sched_setaffinity, sched_setscheduler and ioprio_set
+# check, and Landlock has no hook for them. The exec tries each on PID 1,
+# the harness (2) and the zygote (3), whose limits and scheduling every later
+# exec would inherit, and on its process group and user. Its own process
+# must stay its own to change.
+import resource
+NR_ioprio_set = 251  # x86_64
+IOPRIO_WHO_PROCESS, IOPRIO_WHO_PGRP, IOPRIO_WHO_USER = 1, 2, 3
+IDLE = 3 << 13
+reached = []
+def attempt(what, fn):
+    r = try_os(fn)
+    if r != "EPERM":
+        reached.append(f"{what}={r}")
+for pid in (1, 2, 3):
+    attempt(f"prlimit{pid}", lambda: resource.prlimit(pid, resource.RLIMIT_FSIZE, (4096, 4096)))
+    attempt(f"nice{pid}", lambda: os.setpriority(os.PRIO_PROCESS, pid, 5))
+    attempt(f"affinity{pid}", lambda: os.sched_setaffinity(pid, {0}))
+    attempt(f"sched{pid}", lambda: os.sched_setscheduler(pid, os.SCHED_IDLE, os.sched_param(0)))
+    r = sys_call(NR_ioprio_set, IOPRIO_WHO_PROCESS, pid, IDLE)
+    if r != "EPERM":
+        reached.append(f"ioprio{pid}={r}")
+attempt("nice_pgrp", lambda: os.setpriority(os.PRIO_PGRP, 0, 12))
+attempt("nice_user", lambda: os.setpriority(os.PRIO_USER, 0, 12))
+for who, name in ((IOPRIO_WHO_PGRP, "ioprio_pgrp"), (IOPRIO_WHO_USER, "ioprio_user")):
+    r = sys_call(NR_ioprio_set, who, 0, IDLE)
+    if r != "EPERM":
+        reached.append(f"{name}={r}")
+# Its own, by pid 0: still allowed.
+own = [try_os(lambda: resource.setrlimit(resource.RLIMIT_CORE, (0, 0))),
+       try_os(lambda: os.setpriority(os.PRIO_PROCESS, 0, 1)),
+       try_os(lambda: os.sched_setaffinity(0, os.sched_getaffinity(0))),
+       sys_call(NR_ioprio_set, IOPRIO_WHO_PROCESS, 0, IDLE)]
+print("reached:", reached, "own:", own)
+verdict("refused" if not reached and own == ["ok"] * 4 else "reached " + ",".join(reached) + " own " + ",".join(own))
