@@ -17,6 +17,11 @@ with open("/proc/self/mem", "rb", buffering=0) as mem:
         if "r" not in fields[1] or (len(fields) > 5 and fields[5] in ("[vvar]", "[vsyscall]")):
             continue
         lo, hi = (int(x, 16) for x in fields[0].split("-"))
+        if hi - lo > 1 << 30:
+            # An address-space reservation (an AddressSanitizer build's
+            # shadow memory), not where an interpreter in a 128 MiB cgroup
+            # keeps its objects.
+            continue
         try:
             mem.seek(lo)
             data = mem.read(hi - lo)
