@@ -1,5 +1,6 @@
 #include "platform/linux/seccomp_filter.hpp"
 
+#include <fcntl.h>
 #include <linux/filter.h>
 #include <linux/seccomp.h>
 #include <sched.h>
@@ -8,14 +9,17 @@
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
+#include <sys/uio.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstddef>
 #include <cstdlib>
 #include <map>
 #include <memory>
+#include <tuple>
 #include <utility>
 
 #include "ipc/unique_fd.hpp"
@@ -56,19 +60,26 @@ constexpr const char* argument_rules =
   "clone with any CLONE_NEW* flag: EPERM; clone3: ENOSYS (its flags are in memory the filter "
   "cannot read; libc falls back to clone); personality other than 0 (PER_LINUX) and "
   "0xffffffff (query): EPERM; ioctl TIOCSTI and TIOCLINUX: EPERM; prlimit64, "
-  "sched_setaffinity, sched_setscheduler, sched_setparam and sched_setattr on another process "
-  "than the caller (pid other than 0), setpriority and ioprio_set on anything but the caller "
-  "itself (other than PRIO_PROCESS / IOPRIO_WHO_PROCESS with who 0): EPERM";
+  "sched_setaffinity, sched_setscheduler, sched_setparam, sched_setattr, setpriority and "
+  "ioprio_set on pid 1, 2 or 3 (castellan-worker, the harness, the zygote), and setpriority "
+  "and ioprio_set on a process group or a user: EPERM; fcntl F_NOTIFY: EPERM; fadvise64 "
+  "POSIX_FADV_DONTNEED: 0 without effect; preadv2 and pwritev2 with RWF_NOWAIT: EOPNOTSUPP";
 
-/// System calls that change another process's limits or scheduling, and the
-/// argument that names the process (0: the caller). Every process of the
-/// sandbox has the same uid, which is all these calls check, and Landlock
-/// has no hook for them: without this rule an exec could lower the limits,
-/// priority or CPUs of the processes that serve the next one (inherited by
-/// every later fork of the zygote) or of PID 1.
-constexpr const char* own_process_only[] = {"prlimit64", "sched_setaffinity",
-                                            "sched_setscheduler", "sched_setparam",
-                                            "sched_setattr"};
+/// System calls that change a process's limits or scheduling, with the pid
+/// as their first argument. Every process of the sandbox has the same uid,
+/// which is all these calls check, and Landlock has no hook for them:
+/// without a rule an exec could lower the limits, priority or CPUs of the
+/// processes that serve the next one (inherited by every later fork of the
+/// zygote) or of PID 1. Those have fixed pids in the sandbox's pid namespace
+/// (serving_pids); the code's own processes and threads, by pid or by 0,
+/// stay the code's to change.
+constexpr const char* pid_first_calls[] = {"prlimit64", "sched_setaffinity",
+                                           "sched_setscheduler", "sched_setparam",
+                                           "sched_setattr"};
+/// castellan-worker (the namespace's init), the harness, and in isolated
+/// mode the zygote (test_escapes.sandbox_tests checks the layout: the exec's
+/// process is pid 4, the zygote's child).
+constexpr uint32_t serving_pids[] = {1, 2, 3};
 
 constexpr uint64_t namespace_clone_flags[] = {CLONE_NEWUSER, CLONE_NEWNS,  CLONE_NEWPID,
                                               CLONE_NEWNET,  CLONE_NEWIPC, CLONE_NEWUTS,
@@ -213,43 +224,76 @@ outcome<compiled_seccomp> compile_seccomp(const seccomp_spec& spec) {
   if (!unconditional("ioctl")) {
     for (unsigned long request : {static_cast<unsigned long>(TIOCSTI),
                                   static_cast<unsigned long>(TIOCLINUX)}) {
+      // The request is an unsigned int to the kernel: its high 32 bits are
+      // ignored there, so they are masked off here.
       if (int rc = seccomp_rule_add(ctx.get(), eperm, SCMP_SYS(ioctl), 1,
-                                    SCMP_A1_32(SCMP_CMP_EQ, request)))
+                                    scmp_arg_cmp{1, SCMP_CMP_MASKED_EQ, 0xffffffffull, request}))
         return scmp_failure("seccomp: ioctl rule", rc);
     }
     report.denied.push_back("ioctl (TIOCSTI, TIOCLINUX)");
   }
-  // Limits and scheduling: the caller's own only (pid 0). The pid is a
-  // pid_t (32 bits).
-  for (const char* name : own_process_only) {
+  // Limits and scheduling of the serving processes. The kernel reads these
+  // arguments as 32-bit ints: a value with high bits set must match too, so
+  // each rule compares the low 32 bits under a mask (libseccomp 2.5's _32
+  // comparisons still look at all 64).
+  auto argument_rule = [&](const char* name, uint32_t action, scmp_arg_cmp cmp,
+                           const std::string& reported) -> outcome<void> {
     if (unconditional(name))
-      continue;
+      return {};
     const int nr = seccomp_syscall_resolve_name(name);
     if (nr < 0)
-      continue;
-    if (int rc = seccomp_rule_add(ctx.get(), eperm, nr, 1, SCMP_A0_32(SCMP_CMP_NE, 0)))
+      return {};
+    if (int rc = seccomp_rule_add(ctx.get(), action, nr, 1, cmp))
       return scmp_failure(std::string("seccomp: ") + name + " rule", rc);
-    report.denied.push_back(std::string(name) + " (another process)");
+    if (std::find(report.denied.begin(), report.denied.end(), reported) == report.denied.end())
+      report.denied.push_back(reported);
+    return {};
+  };
+  auto low32_is = [](unsigned arg, uint32_t value) {
+    return scmp_arg_cmp{arg, SCMP_CMP_MASKED_EQ, 0xffffffffull, value};
+  };
+  for (const char* name : pid_first_calls)
+    for (uint32_t pid : serving_pids)
+      if (auto r = argument_rule(name, eperm, low32_is(0, pid), std::string(name) + " (pids 1-3)");
+          !r)
+        return r.error();
+  // setpriority(which, who, prio) and ioprio_set(which, who, ioprio): the
+  // serving pids as `who`, and any process group (the worker's session
+  // holds the serving processes) or user (every process of the sandbox).
+  // (The other values of `which` the kernel refuses itself.)
+  constexpr uint32_t ioprio_who_pgrp = 2, ioprio_who_user = 3;
+  for (const auto& [name, group, user] :
+       {std::tuple<const char*, uint32_t, uint32_t>{"setpriority", PRIO_PGRP, PRIO_USER},
+        std::tuple<const char*, uint32_t, uint32_t>{"ioprio_set", ioprio_who_pgrp,
+                                                    ioprio_who_user}}) {
+    const std::string reported = std::string(name) + " (pids 1-3, groups, users)";
+    for (uint32_t which : {group, user})
+      if (auto r = argument_rule(name, eperm, low32_is(0, which), reported); !r)
+        return r.error();
+    for (uint32_t pid : serving_pids)
+      if (auto r = argument_rule(name, eperm, low32_is(1, pid), reported); !r)
+        return r.error();
   }
-  // setpriority(which, who, prio) and ioprio_set(which, who, ioprio): only
-  // PRIO_PROCESS / IOPRIO_WHO_PROCESS with who 0, not a process group (the
-  // workers' own processes) or a user (every process of the sandbox).
-  constexpr int ioprio_who_process = 1;
-  for (const auto& [name, process] : {std::pair<const char*, int>{"setpriority", PRIO_PROCESS},
-                                      std::pair<const char*, int>{"ioprio_set",
-                                                                  ioprio_who_process}}) {
-    if (unconditional(name))
-      continue;
-    const int nr = seccomp_syscall_resolve_name(name);
-    if (nr < 0)
-      continue;
-    if (int rc = seccomp_rule_add(ctx.get(), eperm, nr, 1,
-                                  SCMP_A0_32(SCMP_CMP_NE, static_cast<uint32_t>(process))))
-      return scmp_failure(std::string("seccomp: ") + name + " rule", rc);
-    if (int rc = seccomp_rule_add(ctx.get(), eperm, nr, 1, SCMP_A1_32(SCMP_CMP_NE, 0)))
-      return scmp_failure(std::string("seccomp: ") + name + " rule", rc);
-    report.denied.push_back(std::string(name) + " (another process)");
-  }
+  // Watching files: dnotify is inotify's older door (fcntl F_NOTIFY).
+  if (auto r = argument_rule("fcntl", eperm, low32_is(1, F_NOTIFY),
+                             "fcntl (F_NOTIFY)");
+      !r)
+    return r.error();
+  // The page cache of the host's files, which every worker shares: evicting
+  // a page (fadvise DONTNEED) and asking whether one is cached without
+  // reading it (RWF_NOWAIT) would show which files another worker reads.
+  // DONTNEED is answered 0 and does nothing (it is advice).
+  if (auto r = argument_rule("fadvise64", SCMP_ACT_ERRNO(0),
+                             low32_is(3, POSIX_FADV_DONTNEED),
+                             "fadvise64 (POSIX_FADV_DONTNEED: no effect)");
+      !r)
+    return r.error();
+  for (const char* name : {"preadv2", "pwritev2"})
+    if (auto r = argument_rule(name, SCMP_ACT_ERRNO(EOPNOTSUPP),
+                               scmp_arg_cmp{5, SCMP_CMP_MASKED_EQ, RWF_NOWAIT, RWF_NOWAIT},
+                               std::string(name) + " (RWF_NOWAIT)");
+        !r)
+      return r.error();
   report.arguments = argument_rules;
 
   // The second filter: numbers newer than libseccomp's table, x32, other ABIs.

@@ -42,8 +42,8 @@ struct strict_pool : test::actor_system_fixture {
       // Warm workers run Python inside the instrumented launcher: ASan's
       // allocator (its quarantine alone keeps up to 256 MiB) is not what a
       // policy's memory limit is sized for.
-      BOOST_TEST_MESSAGE("AddressSanitizer build: warm workers get a 2 GiB memory limit");
-      pc.limits.memory_bytes = 2ull << 30;
+      BOOST_TEST_MESSAGE("AddressSanitizer build: warm workers get a 512 MiB memory limit");
+      pc.limits.memory_bytes = 512ull << 20;
     }
     pc.recycle_after = recycle_after; // 1: every probe starts in a fresh worker
     pc.worker_stderr = std::getenv("CASTELLAN_WORKER_STDERR") != nullptr;
@@ -181,6 +181,8 @@ BOOST_AUTO_TEST_CASE(userfaultfd) { expect("userfaultfd", {"EPERM"}); }
 BOOST_AUTO_TEST_CASE(open_by_handle) { expect("open_by_handle", {"EPERM"}); }
 BOOST_AUTO_TEST_CASE(sethostname) { expect("sethostname", {"EPERM"}); }
 BOOST_AUTO_TEST_CASE(inotify_watch) { expect("inotify_watch", {"EPERM"}); }
+BOOST_AUTO_TEST_CASE(dnotify_watch) { expect("dnotify_watch", {"EPERM"}); }
+BOOST_AUTO_TEST_CASE(page_cache_probe) { expect("page_cache_probe", {"ENOTSUP"}); }
 // uid 0 is not mapped in the worker's user namespace: there is no root to
 // become (EINVAL), let alone the host's.
 BOOST_AUTO_TEST_CASE(setuid_root) { expect("setuid_root", {"EINVAL"}); }
@@ -287,6 +289,22 @@ BOOST_FIXTURE_TEST_CASE(fork_mediated_proc, mediated_fork_pool) {
 BOOST_FIXTURE_TEST_CASE(fork_control_socket, mediated_fork_pool) {
   expect_sequence("fork_control_socket", {"restored"});
 }
+BOOST_FIXTURE_TEST_CASE(fork_control_options, mediated_fork_pool) {
+  expect_sequence("fork_control_options", {"clean"});
+}
+
+/// An isolated-mode pool under policies/default.json, whose /tmp and
+/// /dev/shm are writable.
+struct default_fork_pool : fork_pool {
+  default_fork_pool() : fork_pool("/policies/default.json") {}
+};
+
+// Descriptions and inodes every exec shares: times, modes, hints, flags,
+// owners, signals are put back after each exec.
+BOOST_FIXTURE_TEST_CASE(fork_shared_state, default_fork_pool) {
+  expect_sequence("fork_shared_state", {"clean"});
+}
+
 BOOST_FIXTURE_TEST_CASE(fork_control_filter, mediated_fork_pool) {
   expect_sequence("fork_control_filter", {"clean"}, "LOCK = False\n");
 }

@@ -28,7 +28,14 @@ subreaper and has no child left), the zygote calls `Cleaner.clean()`, which:
   byte range) to the next;
 - detaches a socket filter the code attached to the control socket (it
   would hide the next exec's denial records); a locked one cannot be
-  detached and retires the worker.
+  detached and retires the worker;
+- puts back, as they were when the zygote started, everything else an exec
+  can write on what it shares and a later exec can read: the owner and
+  signal of fd 0/1/2 and the control socket, fd 0's status flags, the mode,
+  times and write hint of the fd 1/2 pipe inodes, the control socket's
+  socket-level options, and the times, inode flags and write hint of each
+  writable tmpfs's own directory. What it cannot put back retires the
+  worker.
 
 Without castellan's sandbox (isolation none) there is no private /tmp or
 IPC namespace to put back, and only the shared fds are.
@@ -66,6 +73,18 @@ _SO_SNDBUF = 7
 _SO_RCVBUF = 8
 _SO_DETACH_FILTER = 27
 _SO_LOCK_FILTER = 44
+#: Socket-level options an exec can set on the control socket (socket(7),
+#: asm-generic/socket.h): each is put back to what it was at the start.
+#: Read-only ones (SO_TYPE, SO_PEERCRED, SO_MEMINFO…) are not listed, and
+#: neither is SO_PEERPIDFD, whose read makes a new descriptor.
+_SOCKET_OPTIONS = (1, 2, 5, 6, 9, 10, 11, 12, 13, 15, 16, 18, 20, 21, 29, 34, 35, 36, 37, 40,
+                   41, 42, 43, 45, 46, 49, 60, 61, 69, 70, 75, 76)
+
+# fcntl(2) and ioctl_iflags(2).
+_F_SETOWN, _F_GETOWN_EX, _F_SETOWN_EX = 8, 16, 15
+_F_SETSIG, _F_GETSIG = 10, 11
+_F_GET_RW_HINT, _F_SET_RW_HINT = 1035, 1036
+_FS_IOC_GETFLAGS, _FS_IOC_SETFLAGS = 0x80086601, 0x40086602
 
 # System V IPC (include/uapi/linux/{ipc,shm,sem,msg}.h).
 _IPC_RMID = 0
@@ -106,6 +125,36 @@ def _mounts():
             yield _unescape(fields[4]), fields[sep + 1], fields[5].split(","), source
 
 
+def _inode_flags(fd):
+    buf = bytearray(8)
+    try:
+        fcntl.ioctl(fd, _FS_IOC_GETFLAGS, buf)
+    except OSError as e:
+        if e.errno in (errno.ENOTTY, errno.EOPNOTSUPP, errno.EINVAL):
+            return None  # the file system keeps none
+        raise
+    return bytes(buf)
+
+
+def _write_hint(fd):
+    return fcntl.fcntl(fd, _F_GET_RW_HINT, bytes(8))
+
+
+def _put_back_inode(fd, what, flags, hint, times, mode=None):
+    """The inode flags, write hint, mode and times of `fd` as they were."""
+    if flags is not None and _inode_flags(fd) != flags:
+        fcntl.ioctl(fd, _FS_IOC_SETFLAGS, bytearray(flags))
+        if _inode_flags(fd) != flags:
+            raise _Unclean(f"cannot give {what} its inode flags back")
+    if _write_hint(fd) != hint:
+        fcntl.fcntl(fd, _F_SET_RW_HINT, hint)
+    st = os.fstat(fd)
+    if mode is not None and stat.S_IMODE(st.st_mode) != mode:
+        os.fchmod(fd, mode)
+    if (st.st_atime_ns, st.st_mtime_ns) != times:
+        os.utime(fd, ns=times)
+
+
 class _Root:
     """One writable tmpfs: its path, device, mode, and the mount points
     below it (kept, with the directories that lead to them)."""
@@ -115,6 +164,13 @@ class _Root:
         st = os.stat(path, follow_symlinks=False)
         self.dev = st.st_dev
         self.mode = stat.S_IMODE(st.st_mode)
+        self.times = (st.st_atime_ns, st.st_mtime_ns)
+        fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        try:
+            self.flags = _inode_flags(fd)
+            self.hint = _write_hint(fd)
+        finally:
+            os.close(fd)
         self.keep = set()
         for mount in below:
             rel = mount[len(path):].strip("/")
@@ -145,6 +201,23 @@ class Cleaner:
             for option in (_SO_RCVBUF, _SO_SNDBUF):
                 self._control_buffers[option] = self._socket_option(option)
         self._stdio = stdio
+        # What the shared descriptions and the pipes' inodes were at the
+        # start, before any exec.
+        self._shared_fds = [0, *stdio] + ([control_fd] if control_fd is not None else [])
+        self._owners = {fd: self._owner(fd) for fd in self._shared_fds}
+        self._signals = {fd: fcntl.fcntl(fd, _F_GETSIG) for fd in self._shared_fds}
+        self._stdin_flags = fcntl.fcntl(0, fcntl.F_GETFL)
+        self._pipes = {}
+        for fd in stdio:
+            st = os.fstat(fd)
+            self._pipes[fd] = (stat.S_IMODE(st.st_mode), (st.st_atime_ns, st.st_mtime_ns),
+                               _write_hint(fd))
+        self._control_options = {}
+        if control_fd is not None:
+            for option in _SOCKET_OPTIONS:
+                value = self._raw_socket_option(option)
+                if value is not None:
+                    self._control_options[option] = value
         mounts = list(_mounts())
         points = [m[0] for m in mounts]
         self.roots = []
@@ -176,6 +249,7 @@ class Cleaner:
             self._drain_control()
             self._reset_stdio()
             self._release_locks()
+            self._put_back_descriptions()
         except _Unclean as e:
             return str(e)
         except OSError as e:
@@ -196,6 +270,8 @@ class Cleaner:
                 os.removexattr(fd, name)
             budget = [MAX_ENTRIES]
             self._empty_dir(fd, root, "", 0, budget)
+            # Last: emptying it changed its times.
+            _put_back_inode(fd, root.path, root.flags, root.hint, root.times)
         finally:
             os.close(fd)
 
@@ -318,6 +394,35 @@ class Cleaner:
         finally:
             if used:
                 view[:used] = bytes(used)
+
+    def _owner(self, fd):
+        return fcntl.fcntl(fd, _F_GETOWN_EX, bytes(8))  # struct f_owner_ex {int type; pid_t pid;}
+
+    def _raw_socket_option(self, option):
+        """The option's bytes, or None when this socket has no such option."""
+        buf = ctypes.create_string_buffer(64)
+        size = ctypes.c_uint(64)
+        if self._getsockopt(self._control_fd, _SOL_SOCKET, option, buf, ctypes.byref(size)) != 0:
+            return None
+        return buf.raw[:size.value]
+
+    def _put_back_descriptions(self):
+        for fd in self._shared_fds:
+            if self._owner(fd) != self._owners[fd]:
+                fcntl.fcntl(fd, _F_SETOWN_EX, self._owners[fd])
+            if fcntl.fcntl(fd, _F_GETSIG) != self._signals[fd]:
+                fcntl.fcntl(fd, _F_SETSIG, self._signals[fd])
+        if fcntl.fcntl(0, fcntl.F_GETFL) != self._stdin_flags:
+            fcntl.fcntl(0, fcntl.F_SETFL, self._stdin_flags)
+        for fd, (mode, times, hint) in self._pipes.items():
+            _put_back_inode(fd, f"fd {fd}", None, hint, times, mode)
+        for option, value in self._control_options.items():
+            if self._raw_socket_option(option) == value:
+                continue
+            data = ctypes.create_string_buffer(value, len(value))
+            if (self._setsockopt(self._control_fd, _SOL_SOCKET, option, data, len(value)) != 0
+                    or self._raw_socket_option(option) != value):
+                raise _Unclean(f"cannot give the control socket its option {option} back")
 
     def _release_locks(self):
         """flock and OFD locks on the shared descriptions, whole range."""

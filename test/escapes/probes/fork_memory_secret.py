@@ -10,6 +10,8 @@ if PHASE == 1:
     print(secret)
     raise RuntimeError(secret)
 found = []
+CHUNK = 8 << 20
+overlap = max(len(a) + len(b) for a, b in PAIRS)
 maps = open("/proc/self/maps").read().splitlines()
 with open("/proc/self/mem", "rb", buffering=0) as mem:
     for line in maps:
@@ -22,17 +24,21 @@ with open("/proc/self/mem", "rb", buffering=0) as mem:
             # shadow memory), not where an interpreter in a 128 MiB cgroup
             # keeps its objects.
             continue
-        try:
-            mem.seek(lo)
-            data = mem.read(hi - lo)
-        except (OSError, OverflowError, ValueError):
-            continue
-        for n, (a, b) in enumerate(PAIRS):
-            a, b = a.encode(), b.encode()
-            i = data.find(a)
-            while i >= 0:
-                if data[i + len(a):i + len(a) + len(b)] == b:
-                    found.append(("secret", "code")[n])
-                i = data.find(a, i + 1)
-        del data
+        # In pieces, overlapping by a pair's length: memory stays bounded.
+        at = lo
+        while at < hi:
+            try:
+                mem.seek(at)
+                data = mem.read(min(CHUNK + overlap, hi - at))
+            except (OSError, OverflowError, ValueError):
+                break
+            for n, (a, b) in enumerate(PAIRS):
+                a, b = a.encode(), b.encode()
+                i = data.find(a)
+                while i >= 0:
+                    if data[i + len(a):i + len(a) + len(b)] == b:
+                        found.append(("secret", "code")[n])
+                    i = data.find(a, i + 1)
+            del data
+            at += CHUNK
 verdict("clean" if not found else "found:" + ",".join(sorted(set(found))))

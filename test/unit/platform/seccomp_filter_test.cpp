@@ -9,6 +9,9 @@
 #include <sched.h>
 #include <sys/mount.h>
 #include <sys/personality.h>
+#include <sys/ioctl.h>
+#include <sys/resource.h>
+#include <fcntl.h>
 #include <sys/ptrace.h>
 #include <sys/syscall.h>
 #include <sys/utsname.h>
@@ -181,6 +184,41 @@ BOOST_AUTO_TEST_CASE(policy_denials_and_kills) {
       listed = listed || k == "ptrace";
     if (!listed)
       err += "report does not list ptrace as killed\n";
+    return err;
+  };
+  castellan::test::check(castellan::test::run_forked(body));
+}
+
+// The kernel reads pids, ioctl requests and fcntl commands as 32-bit ints:
+// a value with high bits set must meet the same rule as its low 32 bits.
+BOOST_AUTO_TEST_CASE(arguments_are_compared_as_the_kernel_reads_them) {
+  auto body = []() -> std::string {
+    seccomp_spec spec;
+    auto report = apply_seccomp(spec);
+    if (!report)
+      return "apply_seccomp: " + report.error().describe();
+    std::string err;
+    const long high = 1L << 32;
+    rlimit lim{4096, 4096};
+    for (long pid : {1L, high | 1L, high | 2L, high | 3L, static_cast<long>(0xffffffff00000001)})
+      err += expect_errno(("prlimit64 pid " + std::to_string(pid)).c_str(),
+                          static_cast<int>(::syscall(SYS_prlimit64, pid, RLIMIT_FSIZE, &lim,
+                                                     nullptr)),
+                          EPERM);
+    err += expect_errno("setpriority who 1|high",
+                        static_cast<int>(::syscall(SYS_setpriority, PRIO_PROCESS, high | 1L, 5)),
+                        EPERM);
+    err += expect_errno("setpriority PRIO_PGRP|high",
+                        static_cast<int>(::syscall(SYS_setpriority, high | PRIO_PGRP, 0L, 5)),
+                        EPERM);
+    char c = 'x';
+    err += expect_errno("ioctl TIOCSTI|high",
+                        static_cast<int>(::syscall(SYS_ioctl, 0, high | TIOCSTI, &c)), EPERM);
+    err += expect_errno("fcntl F_NOTIFY|high",
+                        static_cast<int>(::syscall(SYS_fcntl, 0, high | F_NOTIFY, 0L)), EPERM);
+    // The caller's own, by 0: allowed.
+    if (::syscall(SYS_prlimit64, 0L, RLIMIT_FSIZE, nullptr, &lim) != 0)
+      err += "prlimit64 of the caller: " + castellan::test::err_text(errno) + "\n";
     return err;
   };
   castellan::test::check(castellan::test::run_forked(body));
