@@ -20,6 +20,7 @@
 #include "platform/linux/cgroups.hpp"
 #include "support/build_paths.hpp"
 #include "support/run_process.hpp"
+#include "support/skip.hpp"
 
 using namespace castellan;
 
@@ -81,7 +82,7 @@ BOOST_AUTO_TEST_SUITE(cli_cgroup_reclaim)
 BOOST_AUTO_TEST_CASE(a_start_reclaims_a_killed_supervisors_cgroups_and_leaves_a_live_ones) {
   auto layout = platform::cgroup_layout::detect();
   if (!layout || !layout->find("memory") || !layout->find("pids") || !layout->find("cpu")) {
-    BOOST_TEST_MESSAGE("SKIP: no memory, pids and cpu controllers for this process");
+    castellan::test::skip("no memory, pids and cpu controllers for this process");
     return;
   }
   const auto owns = own_dirs(*layout);
@@ -117,7 +118,7 @@ BOOST_AUTO_TEST_CASE(a_start_reclaims_a_killed_supervisors_cgroups_and_leaves_a_
 BOOST_AUTO_TEST_CASE(a_supervisor_that_ends_normally_leaves_no_cgroup) {
   auto layout = platform::cgroup_layout::detect();
   if (!layout || !layout->find("pids")) {
-    BOOST_TEST_MESSAGE("SKIP: no pids controller for this process");
+    castellan::test::skip("no pids controller for this process");
     return;
   }
   auto self = platform::supervisor_id::self();

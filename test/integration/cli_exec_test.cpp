@@ -11,6 +11,7 @@
 
 #include "support/build_paths.hpp"
 #include "support/run_process.hpp"
+#include "support/skip.hpp"
 
 using castellan::test::castellan_cli;
 using castellan::test::run_process;
@@ -284,7 +285,7 @@ BOOST_AUTO_TEST_CASE(a_request_policy_is_narrowed_in_isolated_mode_or_gets_its_o
 // to the sandbox's host uid, all three agree that it may write.
 BOOST_AUTO_TEST_CASE(policy_check_and_explain_know_the_host_owner_of_a_writable_bind) {
   if (::geteuid() != 0) {
-    BOOST_TEST_MESSAGE("not root: the sandbox's host uid is ours, nothing to refuse; skipped");
+    castellan::test::skip("not root: the sandbox's host uid is ours, nothing to refuse");
     return;
   }
   char pattern[] = "/var/tmp/castellan-writable-XXXXXX";

@@ -2,4 +2,4 @@
 /// The Boost.Test module of test_ipc; the suites live in the *_test.cpp files.
 
 #define BOOST_TEST_MODULE castellan_ipc
-#include <boost/test/unit_test.hpp>
+#include "support/test_main.hpp"

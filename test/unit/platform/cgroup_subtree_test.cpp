@@ -19,6 +19,7 @@
 #include "platform/linux/cgroup_subtree.hpp"
 #include "platform/linux/cgroups.hpp"
 #include "platform/linux/file_io.hpp"
+#include "support/skip.hpp"
 
 using namespace castellan;
 using namespace castellan::platform;
@@ -27,12 +28,12 @@ namespace {
 
 bool have_cgroups(const outcome<cgroup_layout>& layout) {
   if (!layout) {
-    BOOST_TEST_MESSAGE("SKIP: no cgroup layout: " << layout.error().describe());
+    castellan::test::skip(std::string("no cgroup layout: ") + layout.error().describe());
     return false;
   }
   for (const char* c : {"memory", "pids", "cpu"})
     if (!layout->find(c)) {
-      BOOST_TEST_MESSAGE("SKIP: the '" << c << "' controller is on neither cgroup v1 nor v2");
+      castellan::test::skip(std::string("the '") + c + "' controller is on neither cgroup v1 nor v2");
       return false;
     }
   return true;

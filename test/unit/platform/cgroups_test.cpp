@@ -19,6 +19,7 @@
 #include "platform/linux/file_io.hpp"
 #include "platform/linux/pidfd.hpp"
 #include "platform/spawn_worker.hpp"
+#include "support/skip.hpp"
 
 using namespace castellan;
 using namespace castellan::platform;
@@ -28,12 +29,12 @@ namespace {
 /// Skips (with the reason) when this process cannot manage cgroups at all.
 bool have_cgroups(const outcome<cgroup_layout>& layout, std::initializer_list<const char*> need) {
   if (!layout) {
-    BOOST_TEST_MESSAGE("SKIP: no cgroup layout: " << layout.error().describe());
+    castellan::test::skip(std::string("no cgroup layout: ") + layout.error().describe());
     return false;
   }
   for (const char* c : need)
     if (!layout->find(c)) {
-      BOOST_TEST_MESSAGE("SKIP: the '" << c << "' controller is on neither cgroup v1 nor v2");
+      castellan::test::skip(std::string("the '") + c + "' controller is on neither cgroup v1 nor v2");
       return false;
     }
   return true;

@@ -26,6 +26,7 @@
 #include "platform/linux/namespaces.hpp"
 #include "platform/linux/pidfd.hpp"
 #include "platform/spawn_worker.hpp"
+#include "support/skip.hpp"
 
 namespace castellan::test {
 
@@ -153,7 +154,7 @@ inline platform::sandbox_clone_options all_namespaces() {
 inline void check(const child_result& r) {
   BOOST_REQUIRE_MESSAGE(!r.timed_out, "the test child timed out: " + r.message);
   if (!r.status.signaled && r.status.code == skip_code) {
-    BOOST_TEST_MESSAGE(r.message);
+    castellan::test::skip(r.message.rfind("SKIP: ", 0) == 0 ? r.message.substr(6) : r.message);
     return;
   }
   BOOST_TEST(!r.status.signaled, "test child " << r.status.describe() << ": " << r.message);

@@ -12,6 +12,7 @@
 
 #include "platform/linux/host_permissions.hpp"
 #include "platform/linux/landlock.hpp"
+#include "support/skip.hpp"
 
 using namespace castellan::platform;
 
@@ -50,7 +51,7 @@ struct host_tree {
 bool running_as_root() {
   if (::geteuid() == 0)
     return true;
-  std::cout << "host_permissions: not root, cannot chown test files: skipped\n";
+  castellan::test::skip("host_permissions: not root, cannot chown test files");
   return false;
 }
 
@@ -159,8 +160,8 @@ BOOST_AUTO_TEST_CASE(what_mode_bits_cannot_tell_is_left_alone) {
                   {0x10, 7, 0xffffffff}, {0x20, 5, 0xffffffff}};
   } acl;
   if (::setxattr(t.dir.c_str(), "system.posix_acl_access", &acl, sizeof acl, 0) != 0) {
-    std::cout << "host_permissions: no POSIX ACLs on /var/tmp (errno " << errno
-              << "): ACL case skipped\n";
+    castellan::test::skip("host_permissions: no POSIX ACLs on /var/tmp (errno " +
+                          std::to_string(errno) + "): the ACL case");
     return;
   }
   BOOST_TEST(!t.refusal("/srv/out/new", landlock_fs::make_reg));

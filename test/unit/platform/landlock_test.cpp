@@ -13,6 +13,7 @@
 #include "child_process.hpp"
 #include "platform/linux/landlock.hpp"
 #include "sandbox_helpers.hpp"
+#include "support/skip.hpp"
 
 using namespace castellan;
 using namespace castellan::platform;
@@ -73,7 +74,7 @@ BOOST_AUTO_TEST_CASE(abi_is_reported_and_matches_the_kernel) {
   const int abi = landlock_abi();
   BOOST_TEST_MESSAGE("Landlock ABI of the running kernel: " << abi);
   if (abi == 0) {
-    BOOST_TEST_MESSAGE("SKIP: the kernel has no Landlock (or it is not an active LSM)");
+    castellan::test::skip("the kernel has no Landlock (or it is not an active LSM)");
     return;
   }
   BOOST_TEST(landlock_fs_rights_of_abi(1) == (1ull << 13) - 1);

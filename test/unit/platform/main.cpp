@@ -1,2 +1,2 @@
 #define BOOST_TEST_MODULE castellan platform
-#include <boost/test/unit_test.hpp>
+#include "support/test_main.hpp"

@@ -30,6 +30,7 @@
 #include "platform/linux/fd_passing.hpp"
 #include "platform/linux/process_memory.hpp"
 #include "platform/linux/seccomp_notify.hpp"
+#include "support/skip.hpp"
 
 using namespace castellan;
 using namespace castellan::platform;
@@ -89,7 +90,7 @@ BOOST_AUTO_TEST_SUITE(seccomp_notify_tests)
 
 BOOST_AUTO_TEST_CASE(a_write_open_is_answered_with_an_injected_fd) {
   if (!notify_supported()) {
-    BOOST_TEST_MESSAGE("skipped: this kernel has no seccomp user notification");
+    castellan::test::skip("this kernel has no seccomp user notification");
     return;
   }
   notified_child child;
@@ -126,7 +127,7 @@ BOOST_AUTO_TEST_CASE(a_write_open_is_answered_with_an_injected_fd) {
 
 BOOST_AUTO_TEST_CASE(a_denial_is_the_errno_the_caller_sees) {
   if (!notify_supported()) {
-    BOOST_TEST_MESSAGE("skipped: this kernel has no seccomp user notification");
+    castellan::test::skip("this kernel has no seccomp user notification");
     return;
   }
   notified_child child;
@@ -254,7 +255,7 @@ BOOST_AUTO_TEST_CASE(an_injected_fd_survives_interruptions_of_the_answering_thre
   // open must still get the very fd it was answered with, never a number
   // the kernel made up.
   if (!notify_supported()) {
-    BOOST_TEST_MESSAGE("skipped: this kernel has no seccomp user notification");
+    castellan::test::skip("this kernel has no seccomp user notification");
     return;
   }
   constexpr int opens = 3000;
@@ -299,7 +300,7 @@ BOOST_AUTO_TEST_CASE(a_one_step_fd_answer_that_is_interrupted_is_reported_lost) 
   // Interrupted all the same, the caller's open returns 0: each such answer
   // must be reported (EINPROGRESS), every other one must be the very fd.
   if (!notify_supported()) {
-    BOOST_TEST_MESSAGE("skipped: this kernel has no seccomp user notification");
+    castellan::test::skip("this kernel has no seccomp user notification");
     return;
   }
   constexpr int opens = 3000;
@@ -405,7 +406,7 @@ volatile sig_atomic_t usr1_seen = 0;
 
 BOOST_AUTO_TEST_CASE(the_listener_is_handed_over_by_number_while_sendmsg_is_decided) {
   if (!notify_supported()) {
-    BOOST_TEST_MESSAGE("skipped: this kernel has no seccomp user notification");
+    castellan::test::skip("this kernel has no seccomp user notification");
     return;
   }
   int pair[2];
@@ -451,7 +452,7 @@ BOOST_AUTO_TEST_CASE(a_received_notification_is_not_interrupted_by_a_signal) {
   int minor = 0;
   if (::uname(&u) != 0 || std::sscanf(u.release, "%d.%d", &major, &minor) != 2 ||
       major * 100 + minor < 519 || !notify_supported()) {
-    BOOST_TEST_MESSAGE("skipped: SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV needs Linux 5.19");
+    castellan::test::skip("SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV needs Linux 5.19");
     return;
   }
   int pair[2];
@@ -485,7 +486,7 @@ BOOST_AUTO_TEST_CASE(a_received_notification_is_not_interrupted_by_a_signal) {
 
 BOOST_AUTO_TEST_CASE(install_fd_puts_a_descriptor_at_the_callers_number) {
   if (!notify_supported()) {
-    BOOST_TEST_MESSAGE("skipped: this kernel has no seccomp user notification");
+    castellan::test::skip("this kernel has no seccomp user notification");
     return;
   }
   int pair[2];

@@ -24,6 +24,7 @@
 #include "platform/linux/pidfd.hpp"
 #include "platform/linux/worker_kill.hpp"
 #include "platform/spawn_worker.hpp"
+#include "support/skip.hpp"
 
 using namespace castellan;
 using namespace castellan::platform;
@@ -88,11 +89,11 @@ bool eventually(Pred pred, std::chrono::milliseconds limit = 10s) {
 
 bool have_cgroups(const outcome<cgroup_layout>& layout) {
   if (!layout) {
-    BOOST_TEST_MESSAGE("SKIP: no cgroup layout: " << layout.error().describe());
+    castellan::test::skip(std::string("no cgroup layout: ") + layout.error().describe());
     return false;
   }
   if (!layout->find("pids") && !layout->find("memory")) {
-    BOOST_TEST_MESSAGE("SKIP: neither pids nor memory controller");
+    castellan::test::skip("neither pids nor memory controller");
     return false;
   }
   return true;
@@ -169,7 +170,7 @@ BOOST_AUTO_TEST_CASE(the_pid_namespace_init_alone_takes_its_namespace_down) {
   spec.fds = {{input[0], 0}};
   auto child = spawn_worker(spec);
   if (!child) {
-    BOOST_TEST_MESSAGE("SKIP: cannot start a sandboxed child: " << child.error().describe());
+    castellan::test::skip(std::string("cannot start a sandboxed child: ") + child.error().describe());
     ::close(input[0]);
     ::close(input[1]);
     return;
@@ -216,7 +217,7 @@ BOOST_AUTO_TEST_CASE(a_namespace_init_goes_first_and_the_cgroup_pass_needs_no_fr
   spec.fds = {{input[0], 0}};
   auto child = spawn_worker(spec);
   if (!child) {
-    BOOST_TEST_MESSAGE("SKIP: cannot start a sandboxed child: " << child.error().describe());
+    castellan::test::skip(std::string("cannot start a sandboxed child: ") + child.error().describe());
     ::close(input[0]);
     ::close(input[1]);
     BOOST_REQUIRE(cg->remove());

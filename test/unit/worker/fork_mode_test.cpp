@@ -13,6 +13,7 @@
 
 #include "platform/linux/landlock.hpp"
 #include "worker_process.hpp"
+#include "support/skip.hpp"
 
 using namespace castellan;
 using namespace castellan::test;
@@ -220,8 +221,8 @@ BOOST_AUTO_TEST_CASE(a_forged_report_is_not_believed) {
 BOOST_AUTO_TEST_CASE(the_code_cannot_signal_the_zygote_or_the_harness) {
   fork_worker w;
   if (platform::landlock_abi() < 6) {
-    BOOST_TEST_MESSAGE("skipped: Landlock ABI " << platform::landlock_abi()
-                                                << " has no signal scoping (6)");
+    castellan::test::skip("Landlock ABI " + std::to_string(platform::landlock_abi()) +
+                          " has no signal scoping (6)");
     return;
   }
   // The exec's process is in a Landlock domain of its own (nested in the

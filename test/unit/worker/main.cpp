@@ -2,4 +2,4 @@
 /// The Boost.Test module of test_worker; the suites live in the *_test.cpp files.
 
 #define BOOST_TEST_MODULE castellan_worker
-#include <boost/test/unit_test.hpp>
+#include "support/test_main.hpp"

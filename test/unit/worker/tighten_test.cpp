@@ -17,6 +17,7 @@
 #include "support/build_paths.hpp"
 #include "support/run_process.hpp"
 #include "worker_process.hpp"
+#include "support/skip.hpp"
 
 using namespace castellan;
 using namespace castellan::test;
@@ -96,7 +97,7 @@ BOOST_AUTO_TEST_SUITE(worker_tighten)
 
 BOOST_AUTO_TEST_CASE(landlock_narrows_the_exec_and_only_it) {
   if (platform::landlock_abi() == 0) {
-    BOOST_TEST_MESSAGE("SKIP: the kernel has no Landlock");
+    castellan::test::skip("the kernel has no Landlock");
     return;
   }
   worker_process w({"--mode", "fork"});
@@ -122,7 +123,7 @@ BOOST_AUTO_TEST_CASE(landlock_narrows_the_exec_and_only_it) {
 
 BOOST_AUTO_TEST_CASE(no_exec_process_holds_a_ruleset) {
   if (platform::landlock_abi() == 0) {
-    BOOST_TEST_MESSAGE("SKIP: the kernel has no Landlock");
+    castellan::test::skip("the kernel has no Landlock");
     return;
   }
   // A process holding a Landlock ruleset fd could add rules to it: the

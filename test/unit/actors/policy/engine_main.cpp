@@ -1,2 +1,2 @@
 #define BOOST_TEST_MODULE castellan_policy_engine
-#include <boost/test/unit_test.hpp>
+#include "support/test_main.hpp"

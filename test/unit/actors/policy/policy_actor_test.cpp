@@ -3,7 +3,7 @@
 /// the directory watcher thread on its own; snapshots across a serializer.
 
 #define BOOST_TEST_MODULE castellan_policy_actor
-#include <boost/test/unit_test.hpp>
+#include "support/test_main.hpp"
 
 #include <stdio.h>
 #include <stdlib.h>
