@@ -100,6 +100,12 @@ bool sandbox_setup::build(sandbox_failure& failed) {
                                   "best effort")};
     return false;
   }
+  // Here, while /proc is still the supervisor's (the sandbox's own has no
+  // /proc/sys): the file names this process's network namespace.
+  if (auto r = disable_tcp_fastopen(); !r) {
+    failed = {exit_sandbox_network, r.error()};
+    return false;
+  }
   auto root = build_root(spec_.root);
   if (!root) {
     failed = {exit_sandbox_root, root.error()};

@@ -385,6 +385,29 @@ outcome<sandboxed_child> clone_sandboxed(const sandbox_clone_options& options,
   return child;
 }
 
+outcome<void> disable_tcp_fastopen() {
+  // Never the host's setting: a process that can see init's namespace and
+  // shares it is not in a sandbox of its own.
+  struct stat mine {};
+  struct stat init {};
+  if (::stat("/proc/self/ns/net", &mine) != 0)
+    return errno_failure("tcp_fastopen: stat /proc/self/ns/net");
+  if (::stat("/proc/1/ns/net", &init) == 0 && init.st_ino == mine.st_ino &&
+      init.st_dev == mine.st_dev)
+    return logic_failure("tcp_fastopen: this is the network namespace of the host's init");
+  constexpr const char* path = "/proc/sys/net/ipv4/tcp_fastopen";
+  unique_fd fd(::open(path, O_RDWR | O_CLOEXEC));
+  if (!fd)
+    return errno_failure(std::string("tcp_fastopen: open ") + path);
+  if (::write(fd.get(), "0\n", 2) != 2)
+    return errno_failure("tcp_fastopen: write 0 (needs CAP_NET_ADMIN over the namespace)");
+  char buf[16] = {};
+  if (::pread(fd.get(), buf, sizeof buf - 1, 0) < 1 || buf[0] != '0' ||
+      (buf[1] != '\n' && buf[1] != 0))
+    return logic_failure(std::string("tcp_fastopen: still '") + buf + "' after writing 0");
+  return {};
+}
+
 outcome<void> set_loopback_up() {
   unique_fd sock(::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0));
   if (!sock)

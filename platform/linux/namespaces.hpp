@@ -147,4 +147,13 @@ outcome<sandboxed_child> clone_sandboxed(const sandbox_clone_options& options, F
 /// namespace up (needs CAP_NET_ADMIN in its user namespace).
 outcome<void> set_loopback_up();
 
+/// Worker side: turns TCP Fast Open off in the current network namespace
+/// (net.ipv4.tcp_fastopen = 0; needs CAP_NET_ADMIN over it, so it cannot
+/// reach a namespace this process's user namespace does not own). A
+/// sendto/sendmsg with MSG_FASTOPEN connects without the kernel's connect
+/// hook, so Landlock's TCP connect rule never sees it; with Fast Open off
+/// such a send fails with EOPNOTSUPP. Reads the value back; refuses to
+/// touch the network namespace of the host's init.
+outcome<void> disable_tcp_fastopen();
+
 } // namespace castellan::platform
