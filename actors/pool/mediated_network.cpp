@@ -4,14 +4,21 @@
 /// decided by syscall_mediator.
 ///
 /// The address is copied out of the caller once and decided:
-///   - AF_INET/AF_INET6 against the net rules (tcp for a stream socket,
-///     udp otherwise; a bind is decided as its local endpoint). An allowed
-///     call continues in the kernel, which reads the address again. That is
-///     harmless, and written down as such in docs/security.md: the sandbox's
-///     network namespace has nothing but loopback, and Landlock lets TCP
-///     connect only to the egress relay's port and bind nowhere, so
-///     whatever address the kernel finally uses reaches only the sandbox
-///     itself or the relay, whose destinations the proxy decides.
+///   - AF_INET/AF_INET6 with mediated_net_decision (sandbox_net_rights.hpp,
+///     which `policy explain` uses too): the net rules, tcp for a stream
+///     socket, udp otherwise; a bind is decided as its local endpoint; on
+///     the sandbox's own addresses the default counts too. An allowed call
+///     of a stream socket continues in the kernel, which reads the address
+///     again. That is harmless, and written down as such in
+///     docs/security.md: the sandbox's network namespace has nothing but
+///     loopback, and Landlock lets TCP connect only to the egress relay's
+///     port and bind nowhere, so whatever address the kernel finally uses
+///     reaches only the relay, whose destinations the proxy decides, or
+///     nothing. A datagram socket has no such layer on loopback: its
+///     connect, bind and sends are performed here, on a duplicate of the
+///     caller's socket with the copied address (a bind below port 1024 is
+///     refused as the kernel would refuse the code), so the address the
+///     kernel uses is the one decided.
 ///   - AF_UNIX with a path against the fs rules: a pathname socket is a
 ///     file. bind creates it (make_sock), connect and send write to it
 ///     (write_file, the kernel's own permission check). The supervisor
@@ -50,6 +57,7 @@
 
 #include "actors/pool/mediation_privileges.hpp"
 #include "actors/pool/mediation_support.hpp"
+#include "actors/pool/sandbox_net_rights.hpp"
 
 namespace castellan {
 
@@ -205,6 +213,10 @@ struct mediated_address {
 struct mediated_message {
   std::vector<char> data;
   std::vector<unique_fd> fds;
+  /// Control data at the IP, IPv6 and UDP levels (IP_PKTINFO, IP_TOS,
+  /// UDP_SEGMENT, …), passed on as it was: plain values the kernel reads
+  /// for the caller's own socket.
+  std::vector<char> ip_control;
 };
 
 namespace {
@@ -226,7 +238,8 @@ int copy_address(mediated_caller& who, uint64_t addr, uint64_t len, mediated_add
 
 } // namespace
 
-bool syscall_mediator::admit_ip(call& c, int sock, const mediated_address& a) {
+bool syscall_mediator::admit_ip(call& c, int sock, const mediated_address& a, bool& datagram) {
+  datagram = false;
   pol::ip_address ip;
   uint16_t port = 0;
   if (a.family() == AF_INET) {
@@ -249,32 +262,26 @@ bool syscall_mediator::admit_ip(call& c, int sock, const mediated_address& a) {
       std::memcpy(ip.bytes.data(), &in6->sin6_addr, 16);
     }
   }
+  // The protocol is the socket's: stream is tcp, anything else udp.
+  unique_fd dup;
+  if (int err = c.caller.dup_fd(sock, dup); err != 0) {
+    c.fail(err);
+    return false;
+  }
+  const int type = socket_type(dup.get());
+  if (type < 0) {
+    c.fail(-type);
+    return false;
+  }
+  datagram = type == SOCK_DGRAM;
+  const pol::net_proto proto = type == SOCK_STREAM ? pol::net_proto::tcp : pol::net_proto::udp;
   // The egress relay is castellan's own: the proxy decides where it leads.
   static const pol::ip_address loopback = pol::make_ipv4(0x7f000001);
-  if (c.n.nr == SYS_connect && context_.relay_port != 0 && port == context_.relay_port &&
-      ip == loopback)
+  if (proto == pol::net_proto::tcp && c.n.nr == SYS_connect && context_.relay_port != 0 &&
+      port == context_.relay_port && ip == loopback)
     return true;
-  // The protocol is the socket's (stream: tcp, otherwise udp). Reading it
-  // costs a pidfd_getfd; where both answers allow alike it is not needed.
-  pol::decision d = rules_only(policy_->check_net(pol::net_proto::tcp, ip, port));
-  pol::net_proto proto = pol::net_proto::tcp;
-  const pol::decision as_udp = rules_only(policy_->check_net(pol::net_proto::udp, ip, port));
-  if (as_udp != d || d.verdict != pol::action::allow) {
-    unique_fd dup;
-    if (int err = c.caller.dup_fd(sock, dup); err != 0) {
-      c.fail(err);
-      return false;
-    }
-    const int type = socket_type(dup.get());
-    if (type < 0) {
-      c.fail(-type);
-      return false;
-    }
-    if (type != SOCK_STREAM) {
-      proto = pol::net_proto::udp;
-      d = as_udp;
-    }
-  }
+  // mediated_net_decision is also what `policy explain` reports.
+  const pol::decision d = mediated_net_decision(*policy_, proto, ip, port);
   if (d.verdict == pol::action::deny) {
     deny(c, describe(proto, ip, port), d);
     return false;
@@ -282,6 +289,32 @@ bool syscall_mediator::admit_ip(call& c, int sock, const mediated_address& a) {
   if (d.verdict == pol::action::warn)
     warn(c, describe(proto, ip, port), d);
   return true;
+}
+
+void syscall_mediator::datagram_connect_or_bind(call& c, int sock, const mediated_address& a) {
+  const bool bind = c.n.nr == SYS_bind;
+  uint16_t port = 0;
+  if (a.family() == AF_INET)
+    port = ntohs(reinterpret_cast<const sockaddr_in*>(&a.storage)->sin_port);
+  else
+    port = ntohs(reinterpret_cast<const sockaddr_in6*>(&a.storage)->sin6_port);
+  // Sandboxed code has no CAP_NET_BIND_SERVICE; this thread might have it
+  // over the worker's network namespace (an unprivileged supervisor owns
+  // the worker's user namespace), so the kernel's check is made here.
+  if (bind && port != 0 && port < 1024)
+    return c.fail(EACCES);
+  unique_fd dup;
+  if (int err = c.caller.dup_fd(sock, dup); err != 0)
+    return c.fail(err);
+  if (!act_as_worker(*c.w))
+    return c.fail(EACCES);
+  const auto* sa = reinterpret_cast<const sockaddr*>(&a.storage);
+  const int rc = bind ? ::bind(dup.get(), sa, a.length) : ::connect(dup.get(), sa, a.length);
+  const int err = errno;
+  act_as_self(*c.w);
+  if (rc != 0)
+    return c.fail(err);
+  c.succeed(0);
 }
 
 void syscall_mediator::decide_connect_or_bind(mediated_worker&, call& c, mediation_result& r) {
@@ -301,10 +334,22 @@ void syscall_mediator::decide_connect_or_bind(mediated_worker&, call& c, mediati
   };
   switch (a.family()) {
   case AF_INET:
-  case AF_INET6:
-    if (!decided_net_ || admit_ip(c, sock, a))
-      carry_on();
-    return;
+  case AF_INET6: {
+    if (!decided_net_)
+      return carry_on();
+    bool datagram = false;
+    if (!admit_ip(c, sock, a, datagram))
+      return;
+    // A datagram socket's address is used as it was decided (see the file
+    // comment); a stream socket's is left to Landlock and the namespace.
+    if (datagram) {
+      datagram_connect_or_bind(c, sock, a);
+      if (r.what != mediation_result::outcome::warn)
+        r.what = mediation_result::outcome::allow;
+      return;
+    }
+    return carry_on();
+  }
   case AF_UNIX: {
     const std::string path = a.unix_path();
     const pol::fs_access needs =
@@ -627,9 +672,22 @@ void syscall_mediator::decide_send(mediated_worker&, call& c, mediation_result& 
           cm->cmsg_len > control.size() -
                              static_cast<std::size_t>(reinterpret_cast<char*>(cm) - control.data()))
         return EINVAL;
-      // Only descriptors are carried over (as our duplicates of the
-      // caller's); credentials would be checked against this thread's
-      // identity, not the caller's, so they are refused.
+      // Descriptors are carried over (as our duplicates of the caller's),
+      // and the IP-level values of a datagram; credentials would be
+      // checked against this thread's identity, not the caller's, so they
+      // are refused.
+      if (cm->cmsg_level == IPPROTO_IP || cm->cmsg_level == IPPROTO_IPV6 ||
+          cm->cmsg_level == IPPROTO_UDP) {
+        // Copied with its padding (zeros where the caller's buffer ends).
+        const auto* header = reinterpret_cast<const char*>(cm);
+        const std::size_t left =
+            control.size() - static_cast<std::size_t>(header - control.data());
+        const std::size_t space = CMSG_SPACE(cm->cmsg_len - CMSG_LEN(0));
+        const std::size_t start = m.ip_control.size();
+        m.ip_control.resize(start + space, '\0');
+        std::memcpy(m.ip_control.data() + start, header, std::min(space, left));
+        continue;
+      }
       if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS)
         return EOPNOTSUPP;
       const std::size_t count = (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int);
@@ -657,8 +715,11 @@ void syscall_mediator::decide_send(mediated_worker&, call& c, mediation_result& 
     if (int err = copy_message(iov, control_addr, control_len, m); err != 0)
       return -err;
     const std::string path = a.unix_path();
-    if (!path.empty())
+    if (!path.empty()) {
+      if (!m.ip_control.empty())
+        return -EOPNOTSUPP;
       return unix_send(c, sock, path, m, flags, answered);
+    }
     if (!m.fds.empty())
       return -EOPNOTSUPP;
     unique_fd dup;
@@ -672,6 +733,10 @@ void syscall_mediator::decide_send(mediated_worker&, call& c, mediation_result& 
     }
     out.msg_iov = &one;
     out.msg_iovlen = 1;
+    if (!m.ip_control.empty()) {
+      out.msg_control = m.ip_control.data();
+      out.msg_controllen = m.ip_control.size();
+    }
     if (!act_as_worker(*c.w))
       return -EACCES;
     const ssize_t sent = ::sendmsg(dup.get(), &out, flags | MSG_DONTWAIT | MSG_NOSIGNAL);
@@ -680,16 +745,20 @@ void syscall_mediator::decide_send(mediated_worker&, call& c, mediation_result& 
     return sent < 0 ? -err : sent;
   };
   // Decides one destination: true = may go on (possibly with a warning),
-  // false = answered. `path` is set for a decided pathname destination.
-  auto admit = [&](const mediated_address& a, std::string& path) -> bool {
+  // false = answered. `perform` is set when the supervisor sends the message
+  // itself: to a decided pathname destination (`path`), or from a datagram
+  // socket to the IP address as it was decided.
+  auto admit = [&](const mediated_address& a, std::string& path, bool& ours) -> bool {
     path.clear();
+    ours = false;
     switch (a.family()) {
     case AF_INET:
     case AF_INET6:
-      return !decided_net_ || admit_ip(c, sock, a);
+      return !decided_net_ || admit_ip(c, sock, a, ours);
     case AF_UNIX:
       if (unix_decided)
         path = a.unix_path();
+      ours = !path.empty();
       return true;
     default:
       return true;
@@ -703,9 +772,10 @@ void syscall_mediator::decide_send(mediated_worker&, call& c, mediation_result& 
     if (!c.still_waiting())
       return c.gone();
     std::string path;
-    if (!admit(a, path))
+    bool perform_it = false;
+    if (!admit(a, path, perform_it))
       return;
-    if (path.empty())
+    if (!perform_it)
       return carry_on();
     const std::vector<iovec> iov{
         {reinterpret_cast<void*>(n.args[1]), static_cast<std::size_t>(n.args[2])}};
@@ -727,9 +797,10 @@ void syscall_mediator::decide_send(mediated_worker&, call& c, mediation_result& 
     if (!c.still_waiting())
       return c.gone();
     std::string path;
-    if (!admit(a, path))
+    bool perform_it = false;
+    if (!admit(a, path, perform_it))
       return;
-    if (path.empty())
+    if (!perform_it)
       return carry_on();
     std::vector<iovec> iov;
     if (int err = read_iovs(h, iov); err != 0)
@@ -760,14 +831,15 @@ void syscall_mediator::decide_send(mediated_worker&, call& c, mediation_result& 
       return c.fail(err);
   if (!c.still_waiting())
     return c.gone();
-  bool any_path = false;
+  bool any_performed = false;
   for (uint64_t i = 0; i < vlen; ++i) {
     std::string path;
-    if (!admit(addrs[i], path))
+    bool perform_it = false;
+    if (!admit(addrs[i], path, perform_it))
       return;
-    any_path = any_path || !path.empty();
+    any_performed = any_performed || perform_it;
   }
-  if (!any_path)
+  if (!any_performed)
     return carry_on();
   std::vector<iovec> iov;
   if (int err = read_iovs(msgs[0].msg_hdr, iov); err != 0)

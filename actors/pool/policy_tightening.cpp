@@ -60,6 +60,9 @@ policy_fit covers(const pool_config& wide, const pool_config& narrow) {
     return {"the output or code limits differ"};
   if (w.hostname != n.hostname || w.tmp_size_bytes != n.tmp_size_bytes)
     return {"the root differs (hostname, /tmp size)"};
+  if (w.loopback && !n.loopback)
+    return {"the pool's workers have a loopback interface, the request policy's none (it is "
+            "the worker's)"};
   if (n.seccomp && !w.seccomp)
     return {"the pool has no seccomp filter"};
   if (n.cgroups && !w.cgroups)

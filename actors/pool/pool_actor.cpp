@@ -730,7 +730,7 @@ pool_internal_actor::behavior_type pool_impl(pool_ptr self, pool_config cfg) {
   st.cfg = std::move(cfg);
   auto tpl = prepare_worker_template(st.cfg);
   const bool mediated = !st.cfg.sandbox.notify.empty();
-  const uint16_t relay_port = st.cfg.egress_policy && st.cfg.proxy ? st.cfg.egress_port : 0;
+  const uint16_t relay_port = relay_port_of(st.cfg);
   auto events =
     tpl ? worker_event_source::start(
             caf::actor_cast<caf::strong_actor_ptr>(self),
@@ -895,6 +895,10 @@ bool from_string(std::string_view text, exec_mode& out) noexcept {
   else
     return false;
   return true;
+}
+
+uint16_t relay_port_of(const pool_config& cfg) {
+  return cfg.egress_policy && cfg.proxy ? cfg.egress_port : 0;
 }
 
 outcome<pool_config> resolve_pool_config(pool_config cfg) {

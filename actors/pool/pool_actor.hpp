@@ -117,6 +117,10 @@ struct pool_config {
   uint32_t events_limit = 256;
 };
 
+/// The port of the egress relay every sandboxed worker of `cfg` gets
+/// (127.0.0.1:egress_port, given an egress policy and a proxy), 0: none.
+uint16_t relay_port_of(const pool_config& cfg);
+
 /// Fills in the worker binary and harness from the install layout when they
 /// are empty, and checks every file and number the pool depends on.
 outcome<pool_config> resolve_pool_config(pool_config cfg);

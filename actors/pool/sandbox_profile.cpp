@@ -8,6 +8,7 @@
 
 #include "actors/policy/engine/compiled_policy.hpp"
 #include "actors/policy/engine/policy_document.hpp"
+#include "actors/pool/sandbox_net_rights.hpp"
 #include "actors/pool/syscall_mediator.hpp"
 #include "actors/pool/pool_actor.hpp"
 #include "actors/pool/sandbox_fs_rights.hpp"
@@ -236,6 +237,9 @@ outcome<void> apply_policy(const policy::policy_document& doc, pool_config& cfg)
   // and proxy; the proxy decides each connection with this compiled copy.
   if (allows_network(doc))
     cfg.egress_policy = policy::compiled_policy::compile(doc, doc.source);
+  // A policy that denies everything on the sandbox's own addresses gets no
+  // loopback at all (sandbox_net_rights.hpp).
+  sb.loopback = loopback_for(doc);
   // Decisions the static layers cannot take: seccomp user notification,
   // decided by the pool's event source with this policy compiled.
   sb.notify = notify_spec_for(doc);
@@ -341,6 +345,7 @@ outcome<platform::sandbox_spec> make_sandbox_spec(const sandbox_profile& profile
   // may be executable (vm.memfd_noexec = 2), on the exec layer's terms.
   spec.memfd_noexec.required = profile.restrict_execute && profile.landlock;
   spec.memfd_noexec.best_effort = profile.landlock_best_effort;
+  spec.loopback_up = profile.loopback;
   spec.seccomp.enabled = profile.seccomp;
   spec.seccomp.deny = profile.deny_syscalls;
   spec.seccomp.kill = profile.kill_syscalls;

@@ -54,6 +54,10 @@ struct sandbox_profile {
   /// System calls the supervisor decides through seccomp user
   /// notification (notify_spec_for(policy); empty: none, no cost).
   platform::notify_spec notify;
+  /// The loopback interface is brought up (loopback_for(policy) in
+  /// sandbox_net_rights.hpp): false leaves the sandbox without any network,
+  /// even to itself.
+  bool loopback = true;
   std::string hostname = "castellan";
   uint64_t tmp_size_bytes = 64ull << 20;
   /// The policy whose fs decisions limit the Landlock rights of every tree

@@ -22,6 +22,7 @@
 #include "actors/policy/engine/path.hpp"
 #include "actors/pool/mediation_privileges.hpp"
 #include "actors/pool/mediation_support.hpp"
+#include "actors/pool/sandbox_net_rights.hpp"
 #include "actors/pool/sandbox_profile.hpp"
 #include "platform/linux/pidfd.hpp"
 #include "platform/linux/process_memory.hpp"
@@ -110,18 +111,6 @@ bool is_decided(const pol::fs_rule& rule) {
   return rule.verdict == pol::action::deny && rule.path != "/" && rule.path != "/**";
 }
 
-/// The same for a net rule: a deny of every address and port of a family is
-/// the network namespace's job (the sandbox has loopback only).
-bool is_decided(const pol::net_rule& rule) {
-  if (rule.verdict == pol::action::warn)
-    return true;
-  if (rule.verdict != pol::action::deny)
-    return false;
-  const bool every_port = std::any_of(rule.ports.begin(), rule.ports.end(),
-                                      [](const auto& r) { return r.from == 0 && r.to == 65535; });
-  return !(rule.cidr.prefix == 0 && every_port);
-}
-
 /// The positions of `pattern` reachable after matching `path` from its
 /// start (`**` absorbs any number of components; position `size()` means
 /// the path itself is covered, and so is everything beneath it).
@@ -185,9 +174,7 @@ void syscall_mediator::set_policy(std::shared_ptr<const pol::compiled_policy> po
   decided_fs_ = 0;
   decided_rules_.clear();
   const auto& doc = policy_->document();
-  decided_net_ = doc.effective_net_default() == pol::action::warn;
-  for (const auto& rule : doc.net_rules)
-    decided_net_ = decided_net_ || is_decided(rule);
+  decided_net_ = mediates_net(doc);
   if (doc.effective_fs_default() == pol::action::warn)
     decided_fs_ = pol::fs_access_all;
   for (std::size_t i = 0; i < doc.fs_rules.size(); ++i) {
@@ -965,10 +952,8 @@ platform::notify_spec notify_spec_for(const pol::policy_document& doc) {
   if (any(perm(pol::fs_perm::write_file)))
     add({"connect", "sendto", "sendmsg", "sendmmsg"});
 
-  bool net = doc.effective_net_default() == pol::action::warn;
-  for (const auto& rule : doc.net_rules)
-    net = net || is_decided(rule);
-  if (net)
+  // Net calls: see mediates_net (sandbox_net_rights.hpp).
+  if (mediates_net(doc))
     add({"connect", "bind", "sendto", "sendmsg", "sendmmsg"});
 
   bool exec = doc.effective_exec_default() == pol::action::warn;

@@ -31,9 +31,11 @@
 /// reads the caller's paths again.
 /// Network calls (connect, bind, sendto, sendmsg, sendmmsg;
 /// mediated_network.cpp): IPv4/IPv6 addresses against the net rules, then
-/// answered "continue" (the sandbox's network namespace and Landlock make a
-/// changed address harmless); pathname AF_UNIX addresses against the fs
-/// rules, performed by the supervisor on a duplicate of the caller's socket.
+/// answered "continue" for a stream socket (the sandbox's network namespace
+/// and Landlock make a changed address harmless) and performed by the
+/// supervisor for a datagram socket; pathname AF_UNIX addresses against the
+/// fs rules, performed by the supervisor on a duplicate of the caller's
+/// socket.
 
 #include <sys/types.h>
 
@@ -166,7 +168,13 @@ private:
   void decide_send(mediated_worker& w, call& c, mediation_result& r);
   /// Decides an IPv4/IPv6 destination of a call on the caller's socket
   /// `sock`: false when it answered (a denial, or the kernel's error).
-  bool admit_ip(call& c, int sock, const mediated_address& a);
+  /// Decides an IPv4/IPv6 address for the socket `sock` (answering a
+  /// denial); `datagram`: the socket is SOCK_DGRAM, whose call the
+  /// supervisor then performs itself with the decided address.
+  bool admit_ip(call& c, int sock, const mediated_address& a, bool& datagram);
+  /// connect or bind of a datagram socket, performed on a duplicate of it
+  /// with the copied (decided) address, as the worker.
+  void datagram_connect_or_bind(call& c, int sock, const mediated_address& a);
   void unix_bind(call& c, int sock, const std::string& path);
   void unix_connect(call& c, int sock, const std::string& path);
   /// Sends `m` to the pathname socket `path` on a duplicate of `sock`.

@@ -9,6 +9,7 @@
 #include <spdlog/spdlog.h>
 
 #include "actors/pool/pool_actor.hpp"
+#include "actors/pool/sandbox_net_rights.hpp"
 #include "actors/pool/sandbox_profile.hpp"
 #include "platform/linux/cgroup_subtree.hpp"
 #include "platform/linux/enforcement_report.hpp"
@@ -266,7 +267,7 @@ outcome<std::unique_ptr<worker_channel>> worker_channel::start(uint64_t id,
     if (!tpl.sandbox)
       return logic_failure(what + ": the pool's worker template has no sandbox spec");
     std::optional<platform::sandbox_spec> sb = *tpl.sandbox; // this worker's copy
-    if (cfg.egress_policy && cfg.proxy && cfg.egress_port != 0) {
+    if (relay_port_of(cfg) != 0) {
       // The egress relay: PID 1 listens on 127.0.0.1:egress_port inside the
       // network namespace and passes each connection over this pair to the
       // proxy. Created here, before the sandbox exists.
@@ -276,11 +277,10 @@ outcome<std::unique_ptr<worker_channel>> worker_channel::start(uint64_t id,
       ch->egress_link_.reset(pair[0]);
       egress_child.reset(pair[1]);
       ch->exec_marker_ = std::make_shared<std::atomic<uint64_t>>(0);
-      sb->egress_port = cfg.egress_port;
-      sb->egress_fd = egress_child_fd;
       // The interpreter may connect to the relay's port (and, in its own
       // network namespace, that reaches only the relay or its own loopback).
-      sb->landlock.ports.push_back({cfg.egress_port, platform::landlock_net::connect_tcp});
+      add_egress_relay(*sb, cfg.egress_port);
+      sb->egress_fd = egress_child_fd;
       const std::string proxy_url = "http://127.0.0.1:" + std::to_string(cfg.egress_port);
       for (const char* name : {"HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy"})
         spec.env.push_back(std::string(name) + "=" + proxy_url);

@@ -136,6 +136,12 @@ struct mediating_pool : strict_pool {
   mediating_pool() : strict_pool(exec_mode::isolated, 2, 1, "/test/escapes/mediating.json") {}
 };
 
+/// Datagrams on the sandbox's own loopback, decided by the supervisor.
+struct loopback_udp_pool : strict_pool {
+  loopback_udp_pool()
+      : strict_pool(exec_mode::shared, 1, 1, "/test/escapes/loopback_udp.json") {}
+};
+
 /// Landlock TCP rules (ABI 4) answer connect() before routing does.
 std::string denied_connect(const char* without_landlock) {
   return platform::landlock_abi() >= 4 ? "EACCES" : without_landlock;
@@ -200,6 +206,9 @@ BOOST_AUTO_TEST_CASE(host_loopback) {
   expect("host_loopback", {denied_connect("ECONNREFUSED")});
 }
 BOOST_AUTO_TEST_CASE(udp_out) { expect("udp_out", {"ENETUNREACH"}); }
+BOOST_FIXTURE_TEST_CASE(udp_loopback_race, loopback_udp_pool) {
+  expect("udp_loopback_race", {"none arrived"});
+}
 
 BOOST_AUTO_TEST_SUITE_END()
 
