@@ -24,6 +24,7 @@
 #include "apps/castellan/cli_context.hpp"
 #include "actors/pool/pool_actor.hpp"
 #include "actors/pool/sandbox_fs_rights.hpp"
+#include "actors/pool/sandbox_net_rights.hpp"
 #include "platform/linux/host_permissions.hpp"
 #include "actors/pool/sandbox_profile.hpp"
 #include "platform/install_layout.hpp"
@@ -66,6 +67,8 @@ pol::validated<pol::policy_document> load(const std::string& argument, const std
 }
 
 // The sandbox a pool builds from `doc` (none when the policy runs without one).
+// A supervisor's pools always have the egress proxy, so a policy that allows
+// network gets the relay.
 std::optional<platform::sandbox_spec> sandbox_of(const pol::policy_document& doc) {
   pool_config pc;
   if (auto layout = platform::find_install_layout())
@@ -77,6 +80,8 @@ std::optional<platform::sandbox_spec> sandbox_of(const pol::policy_document& doc
   auto spec = make_sandbox_spec(pc.sandbox, pc.harness);
   if (!spec)
     return std::nullopt;
+  if (pc.egress_policy && pc.egress_port != 0)
+    add_egress_relay(*spec, pc.egress_port);
   return std::move(*spec);
 }
 
@@ -195,13 +200,23 @@ bool parse_fs_query(const std::string& q, pol::fs_access& mask, std::string& pat
   return !path.empty();
 }
 
-// "PROTO:ADDR:PORT[:HOST]", with "[v6]" for IPv6 addresses.
-bool parse_net_query(const std::string& q, pol::net_proto& proto, pol::ip_address& addr,
-                     uint16_t& port, std::string& host) {
-  const auto c1 = q.find(':');
+// "[CALL:]PROTO:ADDR:PORT[:HOST]", with "[v6]" for IPv6 addresses; CALL is
+// connect, bind or relay (default: reach).
+bool parse_net_query(const std::string& q, net_call& call, pol::net_proto& proto,
+                     pol::ip_address& addr, uint16_t& port, std::string& host) {
+  std::size_t start = 0;
+  call = net_call::reach;
+  for (net_call c : {net_call::connect, net_call::bind, net_call::relay}) {
+    const std::string prefix = std::string(to_string(c)) + ":";
+    if (q.compare(0, prefix.size(), prefix) == 0) {
+      call = c;
+      start = prefix.size();
+    }
+  }
+  const auto c1 = q.find(':', start);
   if (c1 == std::string::npos)
     return false;
-  auto p = pol::parse_net_proto(q.substr(0, c1));
+  auto p = pol::parse_net_proto(q.substr(start, c1 - start));
   if (!p)
     return false;
   proto = *p;
@@ -280,8 +295,9 @@ void run_explain(const policy_args& a, const CLI::App& sub, cli_context& ctx) {
   }
   auto policy =
       pol::compiled_policy::compile(std::move(*doc), pol::policy_name_of(a.files.front()));
-  // fs queries are answered for the sandbox a pool builds from this policy:
-  // the same Landlock rules its workers get (sandbox_fs_rights.hpp).
+  // fs and net queries are answered for the sandbox a pool builds from this
+  // policy: the same Landlock rules, mediation and relay its workers get
+  // (sandbox_fs_rights.hpp, sandbox_net_rights.hpp).
   const std::optional<platform::sandbox_spec> sandbox = sandbox_of(policy->document());
   // Answer in command-line order: walk the options as CLI11 parsed them.
   size_t next_fs = 0;
@@ -315,17 +331,28 @@ void run_explain(const policy_args& a, const CLI::App& sub, cli_context& ctx) {
     } else if (opt->get_name() == "--net" && next_net < a.net_queries.size()) {
       q = a.net_queries[next_net++];
       kind = "net";
+      net_call call = net_call::reach;
       pol::net_proto proto = pol::net_proto::tcp;
       pol::ip_address addr;
       uint16_t port = 0;
       std::string host;
-      if (!parse_net_query(q, proto, addr, port, host)) {
-        std::cerr << "policy explain: --net wants PROTO:ADDR:PORT[:HOST] (IPv6 as [ADDR]), got '"
+      if (!parse_net_query(q, call, proto, addr, port, host)) {
+        std::cerr << "policy explain: --net wants [connect:|bind:|relay:]PROTO:ADDR:PORT[:HOST] "
+                     "(IPv6 as [ADDR]), got '"
                   << q << "'\n";
         ctx.exit_code = usage_exit_code;
         return;
       }
       d = policy->check_net(proto, addr, port, host);
+      if (sandbox) {
+        const sandbox_net_decision sd =
+          decide_net_in_sandbox(*sandbox, *policy, call, proto, addr, port, host);
+        if (sd.by != d.pointer || sd.verdict != d.verdict) {
+          std::cout << pol::to_string(sd.verdict) << ' ' << kind << ' ' << q << " by " << sd.by
+                    << '\n';
+          continue;
+        }
+      }
     } else if (opt->get_name() == "--exec" && next_exec < a.exec_queries.size()) {
       q = a.exec_queries[next_exec++];
       kind = "exec";
@@ -447,7 +474,8 @@ void add_policy_commands(CLI::App& app, cli_context& ctx) {
   explain->add_option("--policy-dir", args->policy_dir,
                       "Where extends names resolve (default: the file's directory)");
   explain->add_option("--fs", args->fs_queries, "PERM[,PERM…]:PATH")->allow_extra_args(false);
-  explain->add_option("--net", args->net_queries, "PROTO:ADDR:PORT[:HOST] (IPv6: [ADDR])")
+  explain->add_option("--net", args->net_queries,
+                      "[connect:|bind:|relay:]PROTO:ADDR:PORT[:HOST] (IPv6: [ADDR])")
       ->allow_extra_args(false);
   explain->add_option("--exec", args->exec_queries, "PATH[:SHA256]")->allow_extra_args(false);
   explain->add_flag("-v,--verbose", args->verbose, "Also name the file and rule of origin");
