@@ -11,6 +11,14 @@
 /// An operation on a path the sandbox does not have (ENOENT) has nothing to
 /// compare and is counted apart; so is one whose precondition failed (the
 /// file it needs could not be created under this policy).
+///
+/// Network operations (TCP and UDP connect/send and bind on the sandbox's
+/// loopback, to addresses off it, and CONNECTs through the egress relay)
+/// run in one exec per policy, with the pool's egress proxy, and their
+/// outcome (done, refused, unreachable) is compared with
+/// decide_net_in_sandbox on the same spec, relay included. A TCP connect
+/// refused because nothing listens (no listener could be started) is no
+/// policy verdict and is counted apart.
 
 #include <boost/test/unit_test.hpp>
 
@@ -21,13 +29,16 @@
 #include <fstream>
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <sstream>
 
 #include "actors/policy/engine/compiled_policy.hpp"
 #include "actors/policy/engine/fs_access.hpp"
 #include "actors/policy/engine/policy_loader.hpp"
 #include "actors/pool/sandbox_fs_rights.hpp"
+#include "actors/pool/sandbox_net_rights.hpp"
 #include "actors/pool/sandbox_profile.hpp"
+#include "actors/proxy/proxy_actor.hpp"
 #include "platform/linux/host_permissions.hpp"
 #include "support/actor_system_fixture.hpp"
 
@@ -152,6 +163,183 @@ bool explained_allow(const platform::sandbox_spec& spec, const pol::compiled_pol
   return d.verdict != pol::action::deny;
 }
 
+struct net_operation {
+  net_call call; ///< connect, bind or relay
+  pol::net_proto proto;
+  std::string address;
+  uint16_t port;
+  /// A TCP connect made by sendto with MSG_FASTOPEN (which the kernel's
+  /// connect hook, and so Landlock, never sees).
+  bool fastopen = false;
+};
+
+std::string describe(const net_operation& op) {
+  const bool v6 = op.address.find(':') != std::string::npos;
+  return std::string(to_string(op.call)) + ":" + std::string(pol::to_string(op.proto)) + ":" +
+         (v6 ? "[" + op.address + "]" : op.address) + ":" + std::to_string(op.port) +
+         (op.fastopen ? " (sendto MSG_FASTOPEN)" : "");
+}
+
+/// On the sandbox's loopback: bind (an unprivileged and a privileged port)
+/// and connect/send (an ordinary port, the relay's, DNS's), TCP and UDP,
+/// IPv4 and IPv6, also through the unspecified and IPv4-mapped addresses;
+/// off it: TCP and UDP to private, link-local (the metadata address),
+/// documentation and public-looking addresses, directly and through the
+/// relay. TCP Fast Open connects where a plain connect is refused.
+std::vector<net_operation> net_operations(uint16_t relay_port) {
+  std::vector<net_operation> ops;
+  for (const char* a : {"127.0.0.1", "::1"})
+    for (auto proto : {pol::net_proto::tcp, pol::net_proto::udp}) {
+      for (uint16_t port : {uint16_t{8080}, uint16_t{80}})
+        ops.push_back({net_call::bind, proto, a, port});
+      for (uint16_t port : {uint16_t{8081}, relay_port, uint16_t{53}})
+        ops.push_back({net_call::connect, proto, a, port});
+    }
+  for (auto proto : {pol::net_proto::tcp, pol::net_proto::udp}) {
+    ops.push_back({net_call::bind, proto, "0.0.0.0", 8082});
+    ops.push_back({net_call::bind, proto, "::", 8082});
+  }
+  for (const char* a : {"0.0.0.0", "::", "::ffff:127.0.0.1"})
+    ops.push_back({net_call::connect, pol::net_proto::udp, a, 8083});
+  ops.push_back({net_call::connect, pol::net_proto::tcp, "127.0.0.1", 8084, true});
+  ops.push_back({net_call::connect, pol::net_proto::tcp, "::1", 8084, true});
+  ops.push_back({net_call::relay, pol::net_proto::tcp, "127.0.0.1", 8080});
+  for (const char* a :
+       {"10.0.0.1", "169.254.169.254", "192.0.2.1", "93.184.216.34", "2001:db8::1"}) {
+    for (uint16_t port : {uint16_t{443}, relay_port})
+      ops.push_back({net_call::connect, pol::net_proto::tcp, a, port});
+    ops.push_back({net_call::connect, pol::net_proto::tcp, a, 443, true});
+    for (uint16_t port : {uint16_t{53}, uint16_t{443}})
+      ops.push_back({net_call::connect, pol::net_proto::udp, a, port});
+    for (uint16_t port : {uint16_t{443}, uint16_t{5432}})
+      ops.push_back({net_call::relay, pol::net_proto::tcp, a, port});
+  }
+  return ops;
+}
+
+/// Python that performs every operation of `ops` and prints one JSON list
+/// of outcomes: "ok", an errno's name, "nolistener" (a TCP connect refused
+/// where no listener could be started first), or "http<status>" for a
+/// CONNECT through the relay. Each operation has its own sockets and (on
+/// loopback) its own port, so none can change another's outcome; the
+/// relay's run side by side, since each may wait for the proxy's upstream.
+std::string net_code_for(const std::vector<net_operation>& ops, uint16_t relay_port) {
+  nlohmann::json list = nlohmann::json::array();
+  for (const auto& op : ops)
+    list.push_back({op.fastopen ? "fastopen" : to_string(op.call), pol::to_string(op.proto),
+                    op.address, op.port});
+  std::ostringstream py;
+  py << "import errno, json, socket, threading\n"
+     << "OPS = json.loads(" << nlohmann::json(list.dump()).dump() << ")\n"
+     << "RELAY = " << relay_port << "\n";
+  py << R"(LOCAL = ('127.0.0.1', '::1', '0.0.0.0', '::', '::ffff:127.0.0.1')
+out = [None] * len(OPS)
+def fam(a): return socket.AF_INET6 if ':' in a else socket.AF_INET
+def kind(p): return socket.SOCK_STREAM if p == 'tcp' else socket.SOCK_DGRAM
+def do_bind(p, a, port):
+    s = socket.socket(fam(a), kind(p))
+    try:
+        s.bind((a, port))
+        if p == 'tcp':
+            s.listen(1)
+    finally:
+        s.close()
+    return 'ok'
+def do_connect(p, a, port, fastopen=False):
+    # On loopback a listener first: a refusal is then the sandbox's, not
+    # the absence of a peer.
+    listener = None
+    if a in LOCAL:
+        listener = socket.socket(fam(a), kind(p))
+        try:
+            listener.bind((a, port))
+            if p == 'tcp':
+                listener.listen(1)
+        except OSError:
+            listener.close()
+            listener = None
+    s = socket.socket(fam(a), kind(p))
+    s.settimeout(5)
+    try:
+        if fastopen:
+            s.sendto(b'conformance', socket.MSG_FASTOPEN, (a, port))
+        elif p == 'tcp':
+            s.connect((a, port))
+        else:
+            s.sendto(b'conformance', (a, port))
+            if listener is not None:
+                # Loopback delivers at once; 'sent' is a datagram the
+                # kernel took but nobody received.
+                listener.settimeout(1)
+                try:
+                    if listener.recv(64) != b'conformance':
+                        return 'garbled'
+                except TimeoutError:
+                    return 'sent'
+        return 'ok'
+    except ConnectionRefusedError:
+        if listener is None:
+            return 'nolistener'
+        raise
+    finally:
+        s.close()
+        if listener is not None:
+            listener.close()
+def do_relay(p, a, port):
+    dest = ('[%s]' % a if ':' in a else a) + ':%d' % port
+    s = socket.create_connection(('127.0.0.1', RELAY), timeout=25)
+    try:
+        s.sendall(('CONNECT %s HTTP/1.1\r\nHost: %s\r\n\r\n' % (dest, dest)).encode())
+        head = b''
+        while b'\r\n' not in head:
+            chunk = s.recv(4096)
+            if not chunk:
+                break
+            head += chunk
+    finally:
+        s.close()
+    parts = head.split(b' ')
+    return 'http' + parts[1].decode() if head.startswith(b'HTTP/') and len(parts) > 1 else 'closed'
+def run(i):
+    call, p, a, port = OPS[i]
+    try:
+        if call == 'fastopen':
+            out[i] = do_connect(p, a, port, True)
+        else:
+            out[i] = {'bind': do_bind, 'connect': do_connect, 'relay': do_relay}[call](p, a, port)
+    except OSError as e:
+        out[i] = errno.errorcode.get(e.errno, str(e.errno)) if e.errno else type(e).__name__
+threads = [threading.Thread(target=run, args=(i,)) for i in range(len(OPS)) if OPS[i][0] == 'relay']
+for t in threads:
+    t.start()
+for i in range(len(OPS)):
+    if OPS[i][0] != 'relay':
+        run(i)
+for t in threads:
+    t.join()
+print(json.dumps(out))
+)";
+  return py.str();
+}
+
+/// The kernel's (or the relay's) answer as an outcome, or nothing for one
+/// that is no answer of the sandbox's ("nolistener") or no answer at all.
+std::optional<net_outcome> classify(const std::string& outcome) {
+  // "sent": a datagram the kernel took and nobody received. Through the
+  // relay: let through, whatever the upstream did.
+  if (outcome == "ok" || outcome == "sent" || outcome == "http200" || outcome == "http502" ||
+      outcome == "http504")
+    return net_outcome::done;
+  // EOPNOTSUPP (Python names it ENOTSUP): a TCP Fast Open send, which the
+  // sandbox turns off.
+  if (outcome == "EACCES" || outcome == "EPERM" || outcome == "policy_kill" ||
+      outcome == "http403" || outcome == "EOPNOTSUPP" || outcome == "ENOTSUP")
+    return net_outcome::refused;
+  if (outcome == "ENETUNREACH" || outcome == "EHOSTUNREACH" || outcome == "EADDRNOTAVAIL")
+    return net_outcome::unreachable;
+  return std::nullopt;
+}
+
 struct conformance_fixture : test::actor_system_fixture {
   std::string host_dir;
   std::vector<std::string> writable_dirs;
@@ -210,6 +398,13 @@ BOOST_AUTO_TEST_CASE(every_prebuilt_policy_does_what_explain_says) {
   const auto ops = operations(host_dir, writable_dirs);
   std::size_t compared = 0, absent = 0, disagreements = 0;
   std::map<std::string, std::size_t> outcomes;
+  // The egress proxy a supervisor gives its pools: a policy that allows
+  // network then gets the relay, as in production.
+  auto proxy = spawn_proxy(sys, proxy_config{});
+  const uint16_t relay = pool_config{}.egress_port;
+  const auto net_ops = net_operations(relay);
+  std::size_t net_compared = 0, net_apart = 0, net_unenforced = 0, net_disagreements = 0;
+  std::map<std::string, std::size_t> net_outcomes;
   for (const auto& name : names) {
     // The pre-built policy, plus read access to one host directory and
     // write access to two (binds outside the default root).
@@ -236,8 +431,11 @@ BOOST_AUTO_TEST_CASE(every_prebuilt_policy_does_what_explain_says) {
     if (pc.isolation != platform::isolation_mode::namespaces)
       continue; // no sandbox: nothing for the kernel to enforce
     pc.default_timeout_ms = 30000;
+    pc.proxy = proxy;
     auto spec = make_sandbox_spec(pc.sandbox, pc.harness);
     BOOST_REQUIRE_MESSAGE(spec, name << ": " << (spec ? "" : spec.error().describe()));
+    if (const uint16_t port = relay_port_of(pc); port != 0)
+      add_egress_relay(*spec, port);
     auto policy = pol::compiled_policy::compile(*doc, name);
     auto pool = spawn_pool(sys, pc);
     BOOST_REQUIRE_MESSAGE(pool, name << ": " << (pool ? "" : pool.error().describe()));
@@ -268,8 +466,59 @@ BOOST_AUTO_TEST_CASE(every_prebuilt_policy_does_what_explain_says) {
                        << (allow ? "allow" : "deny") << " (by " << by << "), the sandbox answered "
                        << outcome);
     }
+    // The network operations, all in one exec.
+    auto r = exec_code(*pool, net_code_for(net_ops, relay));
+    std::vector<std::string> answers;
+    if (r.error == error_class::ok) {
+      const auto j = nlohmann::json::parse(r.stdout_data, nullptr, false);
+      if (j.is_array() && j.size() == net_ops.size())
+        for (const auto& a : j)
+          answers.push_back(a.is_string() ? a.get<std::string>() : a.dump());
+    }
+    BOOST_REQUIRE_MESSAGE(answers.size() == net_ops.size(),
+                          name << ": the network operations gave no answer: "
+                               << to_string(r.error) << " " << r.detail << r.stdout_data
+                               << r.stderr_data
+                               << (r.has_exception ? r.exception.type + ": " + r.exception.message
+                                                   : std::string{}));
+    for (std::size_t i = 0; i < net_ops.size(); ++i) {
+      const auto& op = net_ops[i];
+      const std::string& outcome = answers[i];
+      ++net_outcomes[outcome];
+      if (outcome == "nolistener") {
+        ++net_apart;
+        continue;
+      }
+      auto ip = pol::parse_ip(op.address);
+      BOOST_REQUIRE(ip);
+      const sandbox_net_decision d =
+        decide_net_in_sandbox(*spec, *policy, op.call, op.proto, *ip, op.port);
+      if (d.unenforced && classify(outcome) == net_outcome::done) {
+        // What the policy denies, done where nothing can come of it
+        // (docs/policies.md, Conformance): counted apart.
+        ++net_unenforced;
+        continue;
+      }
+      ++net_compared;
+      const auto got = classify(outcome);
+      // The sandbox may do more than the policy allows only where castellan
+      // grants it itself (the relay); anything else would be a hole that
+      // explain merely describes.
+      const bool beyond_policy =
+        d.outcome == net_outcome::done && op.call != net_call::relay &&
+        policy->check_net(op.proto, *ip, op.port).verdict == pol::action::deny &&
+        d.by.rfind("castellan base:", 0) != 0;
+      if (got && *got == d.outcome && !beyond_policy)
+        continue;
+      ++net_disagreements;
+      BOOST_ERROR(name << ": " << describe(op) << ": explain says " << pol::to_string(d.verdict)
+                       << ", " << to_string(d.outcome) << " (by " << d.by
+                       << "), the sandbox answered " << outcome
+                       << (beyond_policy ? ", which the policy denies" : ""));
+    }
     caf::anon_send(*pool, shutdown_atom::value);
   }
+  caf::anon_send(proxy, shutdown_atom::value);
   std::ostringstream summary;
   for (const auto& [outcome, n] : outcomes)
     summary << " " << outcome << "=" << n;
@@ -277,8 +526,21 @@ BOOST_AUTO_TEST_CASE(every_prebuilt_policy_does_what_explain_says) {
                                      << " operations each: " << compared << " compared, "
                                      << absent << " on paths the sandbox lacks, "
                                      << disagreements << " disagreements;" << summary.str());
+  std::ostringstream net_summary;
+  for (const auto& [outcome, n] : net_outcomes)
+    net_summary << " " << outcome << "=" << n;
+  BOOST_TEST_MESSAGE("conformance (network): " << names.size() << " policies, " << net_ops.size()
+                                               << " operations each: " << net_compared
+                                               << " compared, " << net_apart
+                                               << " TCP connects with no listener possible, "
+                                               << net_unenforced
+                                               << " denied but done without loopback, "
+                                               << net_disagreements << " disagreements;"
+                                               << net_summary.str());
   BOOST_TEST(disagreements == 0u);
   BOOST_TEST(compared > names.size() * 40);
+  BOOST_TEST(net_disagreements == 0u);
+  BOOST_TEST(net_compared > names.size() * 40);
 }
 
 BOOST_AUTO_TEST_SUITE_END()
