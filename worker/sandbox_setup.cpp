@@ -102,7 +102,7 @@ bool sandbox_setup::build(sandbox_failure& failed) {
   }
   // Here, while /proc is still the supervisor's (the sandbox's own has no
   // /proc/sys): the file names this process's network namespace.
-  if (auto r = disable_tcp_fastopen(); !r) {
+  if (auto r = close_landlock_tcp_bypasses(); !r) {
     failed = {exit_sandbox_network, r.error()};
     return false;
   }

@@ -385,27 +385,42 @@ outcome<sandboxed_child> clone_sandboxed(const sandbox_clone_options& options,
   return child;
 }
 
-outcome<void> disable_tcp_fastopen() {
-  // Never the host's setting: a process that can see init's namespace and
+namespace {
+
+/// Writes "0" to the sysctl file `path` and reads it back. A file that does
+/// not exist (a kernel without the feature) is left alone when `optional`.
+outcome<void> sysctl_off(const char* path, bool optional) {
+  unique_fd fd(::open(path, O_RDWR | O_CLOEXEC));
+  if (!fd) {
+    if (optional && errno == ENOENT)
+      return {};
+    return errno_failure(std::string("open ") + path);
+  }
+  if (::write(fd.get(), "0\n", 2) != 2)
+    return errno_failure(std::string("write 0 to ") + path +
+                         " (needs CAP_NET_ADMIN over the namespace)");
+  char buf[16] = {};
+  if (::pread(fd.get(), buf, sizeof buf - 1, 0) < 1 || buf[0] != '0' ||
+      (buf[1] != '\n' && buf[1] != 0))
+    return logic_failure(std::string(path) + " is still '" + buf + "' after writing 0");
+  return {};
+}
+
+} // namespace
+
+outcome<void> close_landlock_tcp_bypasses() {
+  // Never the host's settings: a process that can see init's namespace and
   // shares it is not in a sandbox of its own.
   struct stat mine {};
   struct stat init {};
   if (::stat("/proc/self/ns/net", &mine) != 0)
-    return errno_failure("tcp_fastopen: stat /proc/self/ns/net");
+    return errno_failure("stat /proc/self/ns/net");
   if (::stat("/proc/1/ns/net", &init) == 0 && init.st_ino == mine.st_ino &&
       init.st_dev == mine.st_dev)
-    return logic_failure("tcp_fastopen: this is the network namespace of the host's init");
-  constexpr const char* path = "/proc/sys/net/ipv4/tcp_fastopen";
-  unique_fd fd(::open(path, O_RDWR | O_CLOEXEC));
-  if (!fd)
-    return errno_failure(std::string("tcp_fastopen: open ") + path);
-  if (::write(fd.get(), "0\n", 2) != 2)
-    return errno_failure("tcp_fastopen: write 0 (needs CAP_NET_ADMIN over the namespace)");
-  char buf[16] = {};
-  if (::pread(fd.get(), buf, sizeof buf - 1, 0) < 1 || buf[0] != '0' ||
-      (buf[1] != '\n' && buf[1] != 0))
-    return logic_failure(std::string("tcp_fastopen: still '") + buf + "' after writing 0");
-  return {};
+    return logic_failure("this is the network namespace of the host's init");
+  if (auto r = sysctl_off("/proc/sys/net/ipv4/tcp_fastopen", false); !r)
+    return r;
+  return sysctl_off("/proc/sys/net/mptcp/enabled", true);
 }
 
 outcome<void> set_loopback_up() {

@@ -147,13 +147,17 @@ outcome<sandboxed_child> clone_sandboxed(const sandbox_clone_options& options, F
 /// namespace up (needs CAP_NET_ADMIN in its user namespace).
 outcome<void> set_loopback_up();
 
-/// Worker side: turns TCP Fast Open off in the current network namespace
-/// (net.ipv4.tcp_fastopen = 0; needs CAP_NET_ADMIN over it, so it cannot
-/// reach a namespace this process's user namespace does not own). A
-/// sendto/sendmsg with MSG_FASTOPEN connects without the kernel's connect
-/// hook, so Landlock's TCP connect rule never sees it; with Fast Open off
-/// such a send fails with EOPNOTSUPP. Reads the value back; refuses to
-/// touch the network namespace of the host's init.
-outcome<void> disable_tcp_fastopen();
+/// Worker side: turns off, in the current network namespace, the ways to
+/// TCP that Landlock's TCP rules (ABI 4) do not see (needs CAP_NET_ADMIN
+/// over the namespace, so it cannot reach one this process's user
+/// namespace does not own; it refuses the namespace of the host's init):
+/// - TCP Fast Open (net.ipv4.tcp_fastopen = 0): a sendto/sendmsg with
+///   MSG_FASTOPEN connects without the kernel's connect hook; it then fails
+///   with EOPNOTSUPP;
+/// - MPTCP (net.mptcp.enabled = 0, where the kernel has it): an
+///   IPPROTO_MPTCP socket binds and connects unrestricted by those rules;
+///   creating one then fails (ENOPROTOOPT).
+/// Each value is read back.
+outcome<void> close_landlock_tcp_bypasses();
 
 } // namespace castellan::platform

@@ -168,16 +168,18 @@ struct net_operation {
   pol::net_proto proto;
   std::string address;
   uint16_t port;
-  /// A TCP connect made by sendto with MSG_FASTOPEN (which the kernel's
-  /// connect hook, and so Landlock, never sees).
-  bool fastopen = false;
+  /// "fastopen": a TCP connect made by sendto with MSG_FASTOPEN (which the
+  /// kernel's connect hook, and so Landlock, never sees); "mptcp": on an
+  /// IPPROTO_MPTCP socket (which Landlock's TCP rules do not cover); "": a
+  /// plain socket call.
+  std::string via;
 };
 
 std::string describe(const net_operation& op) {
   const bool v6 = op.address.find(':') != std::string::npos;
   return std::string(to_string(op.call)) + ":" + std::string(pol::to_string(op.proto)) + ":" +
          (v6 ? "[" + op.address + "]" : op.address) + ":" + std::to_string(op.port) +
-         (op.fastopen ? " (sendto MSG_FASTOPEN)" : "");
+         (op.via.empty() ? "" : " (" + op.via + ")");
 }
 
 /// On the sandbox's loopback: bind (an unprivileged and a privileged port)
@@ -185,34 +187,39 @@ std::string describe(const net_operation& op) {
 /// IPv4 and IPv6, also through the unspecified and IPv4-mapped addresses;
 /// off it: TCP and UDP to private, link-local (the metadata address),
 /// documentation and public-looking addresses, directly and through the
-/// relay. TCP Fast Open connects where a plain connect is refused.
+/// relay. TCP Fast Open and MPTCP where plain TCP is refused.
 std::vector<net_operation> net_operations(uint16_t relay_port) {
   std::vector<net_operation> ops;
+  auto add = [&](net_call call, pol::net_proto proto, const char* address, uint16_t port,
+                 const char* via = "") { ops.push_back({call, proto, address, port, via}); };
   for (const char* a : {"127.0.0.1", "::1"})
     for (auto proto : {pol::net_proto::tcp, pol::net_proto::udp}) {
       for (uint16_t port : {uint16_t{8080}, uint16_t{80}})
-        ops.push_back({net_call::bind, proto, a, port});
+        add(net_call::bind, proto, a, port);
       for (uint16_t port : {uint16_t{8081}, relay_port, uint16_t{53}})
-        ops.push_back({net_call::connect, proto, a, port});
+        add(net_call::connect, proto, a, port);
     }
   for (auto proto : {pol::net_proto::tcp, pol::net_proto::udp}) {
-    ops.push_back({net_call::bind, proto, "0.0.0.0", 8082});
-    ops.push_back({net_call::bind, proto, "::", 8082});
+    add(net_call::bind, proto, "0.0.0.0", 8082);
+    add(net_call::bind, proto, "::", 8082);
   }
   for (const char* a : {"0.0.0.0", "::", "::ffff:127.0.0.1"})
-    ops.push_back({net_call::connect, pol::net_proto::udp, a, 8083});
-  ops.push_back({net_call::connect, pol::net_proto::tcp, "127.0.0.1", 8084, true});
-  ops.push_back({net_call::connect, pol::net_proto::tcp, "::1", 8084, true});
-  ops.push_back({net_call::relay, pol::net_proto::tcp, "127.0.0.1", 8080});
+    add(net_call::connect, pol::net_proto::udp, a, 8083);
+  add(net_call::connect, pol::net_proto::tcp, "127.0.0.1", 8084, "fastopen");
+  add(net_call::connect, pol::net_proto::tcp, "::1", 8084, "fastopen");
+  add(net_call::bind, pol::net_proto::tcp, "127.0.0.1", 8085, "mptcp");
+  add(net_call::connect, pol::net_proto::tcp, "127.0.0.1", 8086, "mptcp");
+  add(net_call::relay, pol::net_proto::tcp, "127.0.0.1", 8080);
   for (const char* a :
        {"10.0.0.1", "169.254.169.254", "192.0.2.1", "93.184.216.34", "2001:db8::1"}) {
     for (uint16_t port : {uint16_t{443}, relay_port})
-      ops.push_back({net_call::connect, pol::net_proto::tcp, a, port});
-    ops.push_back({net_call::connect, pol::net_proto::tcp, a, 443, true});
+      add(net_call::connect, pol::net_proto::tcp, a, port);
+    add(net_call::connect, pol::net_proto::tcp, a, 443, "fastopen");
+    add(net_call::connect, pol::net_proto::tcp, a, 443, "mptcp");
     for (uint16_t port : {uint16_t{53}, uint16_t{443}})
-      ops.push_back({net_call::connect, pol::net_proto::udp, a, port});
+      add(net_call::connect, pol::net_proto::udp, a, port);
     for (uint16_t port : {uint16_t{443}, uint16_t{5432}})
-      ops.push_back({net_call::relay, pol::net_proto::tcp, a, port});
+      add(net_call::relay, pol::net_proto::tcp, a, port);
   }
   return ops;
 }
@@ -226,8 +233,7 @@ std::vector<net_operation> net_operations(uint16_t relay_port) {
 std::string net_code_for(const std::vector<net_operation>& ops, uint16_t relay_port) {
   nlohmann::json list = nlohmann::json::array();
   for (const auto& op : ops)
-    list.push_back({op.fastopen ? "fastopen" : to_string(op.call), pol::to_string(op.proto),
-                    op.address, op.port});
+    list.push_back({to_string(op.call), pol::to_string(op.proto), op.address, op.port, op.via});
   std::ostringstream py;
   py << "import errno, json, socket, threading\n"
      << "OPS = json.loads(" << nlohmann::json(list.dump()).dump() << ")\n"
@@ -236,8 +242,11 @@ std::string net_code_for(const std::vector<net_operation>& ops, uint16_t relay_p
 out = [None] * len(OPS)
 def fam(a): return socket.AF_INET6 if ':' in a else socket.AF_INET
 def kind(p): return socket.SOCK_STREAM if p == 'tcp' else socket.SOCK_DGRAM
-def do_bind(p, a, port):
-    s = socket.socket(fam(a), kind(p))
+IPPROTO_MPTCP = 262
+def sock(p, a, via):
+    return socket.socket(fam(a), kind(p), IPPROTO_MPTCP if via == 'mptcp' else 0)
+def do_bind(p, a, port, via):
+    s = sock(p, a, via)
     try:
         s.bind((a, port))
         if p == 'tcp':
@@ -245,23 +254,24 @@ def do_bind(p, a, port):
     finally:
         s.close()
     return 'ok'
-def do_connect(p, a, port, fastopen=False):
+def do_connect(p, a, port, via):
     # On loopback a listener first: a refusal is then the sandbox's, not
     # the absence of a peer.
     listener = None
     if a in LOCAL:
-        listener = socket.socket(fam(a), kind(p))
         try:
+            listener = sock(p, a, via)
             listener.bind((a, port))
             if p == 'tcp':
                 listener.listen(1)
         except OSError:
-            listener.close()
+            if listener is not None:
+                listener.close()
             listener = None
-    s = socket.socket(fam(a), kind(p))
+    s = sock(p, a, via)
     s.settimeout(5)
     try:
-        if fastopen:
+        if via == 'fastopen':
             s.sendto(b'conformance', socket.MSG_FASTOPEN, (a, port))
         elif p == 'tcp':
             s.connect((a, port))
@@ -285,7 +295,7 @@ def do_connect(p, a, port, fastopen=False):
         s.close()
         if listener is not None:
             listener.close()
-def do_relay(p, a, port):
+def do_relay(p, a, port, via):
     dest = ('[%s]' % a if ':' in a else a) + ':%d' % port
     s = socket.create_connection(('127.0.0.1', RELAY), timeout=25)
     try:
@@ -301,12 +311,9 @@ def do_relay(p, a, port):
     parts = head.split(b' ')
     return 'http' + parts[1].decode() if head.startswith(b'HTTP/') and len(parts) > 1 else 'closed'
 def run(i):
-    call, p, a, port = OPS[i]
+    call, p, a, port, via = OPS[i]
     try:
-        if call == 'fastopen':
-            out[i] = do_connect(p, a, port, True)
-        else:
-            out[i] = {'bind': do_bind, 'connect': do_connect, 'relay': do_relay}[call](p, a, port)
+        out[i] = {'bind': do_bind, 'connect': do_connect, 'relay': do_relay}[call](p, a, port, via)
     except OSError as e:
         out[i] = errno.errorcode.get(e.errno, str(e.errno)) if e.errno else type(e).__name__
 threads = [threading.Thread(target=run, args=(i,)) for i in range(len(OPS)) if OPS[i][0] == 'relay']
@@ -330,10 +337,11 @@ std::optional<net_outcome> classify(const std::string& outcome) {
   if (outcome == "ok" || outcome == "sent" || outcome == "http200" || outcome == "http502" ||
       outcome == "http504")
     return net_outcome::done;
-  // EOPNOTSUPP (Python names it ENOTSUP): a TCP Fast Open send, which the
-  // sandbox turns off.
+  // EOPNOTSUPP (Python names it ENOTSUP): a TCP Fast Open send;
+  // ENOPROTOOPT: an MPTCP socket. The sandbox turns both off.
   if (outcome == "EACCES" || outcome == "EPERM" || outcome == "policy_kill" ||
-      outcome == "http403" || outcome == "EOPNOTSUPP" || outcome == "ENOTSUP")
+      outcome == "http403" || outcome == "EOPNOTSUPP" || outcome == "ENOTSUP" ||
+      outcome == "ENOPROTOOPT")
     return net_outcome::refused;
   if (outcome == "ENETUNREACH" || outcome == "EHOSTUNREACH" || outcome == "EADDRNOTAVAIL")
     return net_outcome::unreachable;
