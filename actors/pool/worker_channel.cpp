@@ -374,6 +374,8 @@ outcome<std::unique_ptr<worker_channel>> worker_channel::start(uint64_t id,
           report->cgroup = std::move(*cge);
       }
       report->cgroup_unavailable = cgroup_unavailable;
+      if (tpl.sandbox && !tpl.sandbox->loopback_up && report->network != "host")
+        report->network = "none (private network namespace, no interface up)";
       report->start = tpl.launcher ? "warm" : "exec";
       report->mode = to_string(cfg.mode);
       ch->enforcement_ = report->to_json();

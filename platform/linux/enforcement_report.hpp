@@ -39,7 +39,9 @@ struct enforcement_report {
   /// How the worker runs execs: "isolated" (each in a process of its own) or
   /// "shared" (in one interpreter); empty when the pool did not say.
   std::string mode;
-  /// "none (private network namespace, loopback only)" or "host".
+  /// "none (private network namespace, loopback only)" or "host" (the pool
+  /// says "none (private network namespace, no interface up)" for a
+  /// sandbox whose policy leaves its loopback down).
   std::string network = "host";
   std::optional<cgroup_enforcement> cgroup;
   /// Why the worker runs without a cgroup although one was asked for (only
