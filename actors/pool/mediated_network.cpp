@@ -306,6 +306,12 @@ void syscall_mediator::datagram_connect_or_bind(call& c, int sock, const mediate
   unique_fd dup;
   if (int err = c.caller.dup_fd(sock, dup); err != 0)
     return c.fail(err);
+  // The fd number may name another socket by now (one of the caller's
+  // threads can dup2 over it): only a datagram socket is acted on here. A
+  // stream socket's connect or bind made by this thread would be out of the
+  // worker's Landlock domain.
+  if (socket_type(dup.get()) != SOCK_DGRAM)
+    return c.fail(EINVAL);
   if (!act_as_worker(*c.w))
     return c.fail(EACCES);
   const auto* sa = reinterpret_cast<const sockaddr*>(&a.storage);
@@ -725,6 +731,12 @@ void syscall_mediator::decide_send(mediated_worker&, call& c, mediation_result& 
     unique_fd dup;
     if (int err = c.caller.dup_fd(sock, dup); err != 0)
       return -err;
+    // As decided: a datagram socket (the fd number may name another by now;
+    // a stream socket's Fast Open send would connect out of the worker's
+    // Landlock domain).
+    if ((a.family() == AF_INET || a.family() == AF_INET6) &&
+        socket_type(dup.get()) != SOCK_DGRAM)
+      return -EINVAL;
     iovec one{m.data.data(), m.data.size()};
     msghdr out{};
     if (a.length != 0) {

@@ -209,6 +209,9 @@ BOOST_AUTO_TEST_CASE(udp_out) { expect("udp_out", {"ENETUNREACH"}); }
 BOOST_FIXTURE_TEST_CASE(udp_loopback_race, loopback_udp_pool) {
   expect("udp_loopback_race", {"none arrived"});
 }
+BOOST_FIXTURE_TEST_CASE(udp_fd_swap, loopback_udp_pool) {
+  expect("udp_fd_swap", {"no TCP socket bound"});
+}
 
 BOOST_AUTO_TEST_SUITE_END()
 
