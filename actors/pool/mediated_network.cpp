@@ -87,6 +87,21 @@ int socket_type(int sock) {
   return type;
 }
 
+/// The address family the socket itself was made for (SO_DOMAIN), or
+/// -errno. What a call does is the socket's domain's business: a caller
+/// names any family it likes in the address it passes (AF_UNSPEC is taken
+/// as AF_INET by an IPv4 socket's bind and sendmsg), and can change it
+/// after it was copied.
+int socket_domain(int sock) {
+  int domain = 0;
+  socklen_t len = sizeof domain;
+  if (::getsockopt(sock, SOL_SOCKET, SO_DOMAIN, &domain, &len) != 0)
+    return -errno;
+  return domain;
+}
+
+bool is_ip_domain(int domain) { return domain == AF_INET || domain == AF_INET6; }
+
 /// Whether the caller's fd `fd` is close-on-exec (its fdinfo).
 bool caller_cloexec(mediated_caller& who, int fd) {
   char buf[512];
@@ -310,12 +325,29 @@ void syscall_mediator::datagram_connect_or_bind(call& c, int sock, const mediate
   // threads can dup2 over it): only a datagram socket is acted on here. A
   // stream socket's connect or bind made by this thread would be out of the
   // worker's Landlock domain.
-  if (socket_type(dup.get()) != SOCK_DGRAM)
+  if (socket_type(dup.get()) != SOCK_DGRAM || !is_ip_domain(socket_domain(dup.get())))
     return c.fail(EINVAL);
   if (!act_as_worker(*c.w))
     return c.fail(EACCES);
   const auto* sa = reinterpret_cast<const sockaddr*>(&a.storage);
   const int rc = bind ? ::bind(dup.get(), sa, a.length) : ::connect(dup.get(), sa, a.length);
+  const int err = errno;
+  act_as_self(*c.w);
+  if (rc != 0)
+    return c.fail(err);
+  c.succeed(0);
+}
+
+void syscall_mediator::datagram_disconnect(call& c, int sock, const mediated_address& a) {
+  unique_fd dup;
+  if (int err = c.caller.dup_fd(sock, dup); err != 0)
+    return c.fail(err);
+  const int domain = socket_domain(dup.get());
+  if (!is_ip_domain(domain) && domain != AF_UNIX)
+    return c.fail(EINVAL);
+  if (!act_as_worker(*c.w))
+    return c.fail(EACCES);
+  const int rc = ::connect(dup.get(), reinterpret_cast<const sockaddr*>(&a.storage), a.length);
   const int err = errno;
   act_as_self(*c.w);
   if (rc != 0)
@@ -338,6 +370,29 @@ void syscall_mediator::decide_connect_or_bind(mediated_worker&, call& c, mediati
     if (r.what != mediation_result::outcome::warn)
       r.what = mediation_result::outcome::allow;
   };
+  // The socket's own domain decides (socket_domain).
+  int domain = AF_UNSPEC;
+  {
+    unique_fd dup;
+    if (int err = c.caller.dup_fd(sock, dup); err != 0)
+      return c.fail(err);
+    domain = socket_domain(dup.get());
+    if (domain < 0)
+      return c.fail(-domain);
+  }
+  if (decided_net_ && is_ip_domain(domain) && a.family() != AF_INET && a.family() != AF_INET6) {
+    // Only a connect to AF_UNSPEC (which dissolves an association) names
+    // no endpoint; it is made here, as copied. Anything else the kernel
+    // would read again: an AF_UNSPEC bind is an IPv4 bind to it.
+    if (bind || a.family() != AF_UNSPEC)
+      return c.fail(EAFNOSUPPORT);
+    return datagram_disconnect(c, sock, a);
+  }
+  if (domain == AF_UNIX && a.family() != AF_UNIX && (decided_fs_ != 0 || decided_net_)) {
+    if (!bind && a.family() == AF_UNSPEC)
+      return datagram_disconnect(c, sock, a);
+    return c.fail(EINVAL); // what the kernel answers; never read again
+  }
   switch (a.family()) {
   case AF_INET:
   case AF_INET6: {
@@ -623,6 +678,19 @@ void syscall_mediator::decide_send(mediated_worker&, call& c, mediation_result& 
       r.what = mediation_result::outcome::allow;
   };
   const bool unix_decided = (decided_fs_ & pol::to_access(pol::fs_perm::write_file)) != 0;
+  // The socket's own domain and type decide (socket_domain).
+  int domain = AF_UNSPEC;
+  bool ip_datagram = false;
+  {
+    unique_fd dup;
+    if (int err = c.caller.dup_fd(sock, dup); err != 0)
+      return c.fail(err);
+    domain = socket_domain(dup.get());
+    const int type = socket_type(dup.get());
+    if (domain < 0 || type < 0)
+      return c.fail(domain < 0 ? -domain : -type);
+    ip_datagram = decided_net_ && is_ip_domain(domain) && type == SOCK_DGRAM;
+  }
   // The cap on a payload copied for an emulated send: the kernel refuses a
   // datagram larger than the socket's send buffer anyway.
   auto send_cap = [&]() -> std::size_t {
@@ -734,7 +802,9 @@ void syscall_mediator::decide_send(mediated_worker&, call& c, mediation_result& 
     // As decided: a datagram socket (the fd number may name another by now;
     // a stream socket's Fast Open send would connect out of the worker's
     // Landlock domain).
-    if ((a.family() == AF_INET || a.family() == AF_INET6) &&
+    if (socket_domain(dup.get()) != domain)
+      return -EINVAL;
+    if ((a.family() == AF_INET || a.family() == AF_INET6 || ip_datagram) &&
         socket_type(dup.get()) != SOCK_DGRAM)
       return -EINVAL;
     iovec one{m.data.data(), m.data.size()};
@@ -751,7 +821,10 @@ void syscall_mediator::decide_send(mediated_worker&, call& c, mediation_result& 
     }
     if (!act_as_worker(*c.w))
       return -EACCES;
-    const ssize_t sent = ::sendmsg(dup.get(), &out, flags | MSG_DONTWAIT | MSG_NOSIGNAL);
+    // Only the flags that shape the datagram: no MSG_ZEROCOPY (the buffer
+    // is freed on return), no MSG_FASTOPEN, nothing that waits.
+    const int shaping = MSG_CONFIRM | MSG_DONTROUTE | MSG_MORE | MSG_EOR | MSG_OOB;
+    const ssize_t sent = ::sendmsg(dup.get(), &out, (flags & shaping) | MSG_DONTWAIT | MSG_NOSIGNAL);
     const int err = errno;
     act_as_self(*c.w);
     return sent < 0 ? -err : sent;
@@ -763,6 +836,28 @@ void syscall_mediator::decide_send(mediated_worker&, call& c, mediation_result& 
   auto admit = [&](const mediated_address& a, std::string& path, bool& ours) -> bool {
     path.clear();
     ours = false;
+    if (ip_datagram) {
+      // Every send of a decided datagram socket is made here: to an IP
+      // address as it was decided, or, with none, to the peer its
+      // (performed, so decided) connect gave it. Another family would be
+      // read again by the kernel (AF_UNSPEC as AF_INET).
+      if (a.length == 0) {
+        ours = true;
+        return true;
+      }
+      if (a.family() != AF_INET && a.family() != AF_INET6) {
+        c.fail(EAFNOSUPPORT);
+        return false;
+      }
+    } else if (domain == AF_UNIX && a.length != 0 && a.family() != AF_UNIX &&
+               (unix_decided || decided_net_)) {
+      c.fail(EINVAL); // what the kernel answers; never read again
+      return false;
+    } else if (is_ip_domain(domain) && a.length != 0 && a.family() != AF_INET &&
+               a.family() != AF_INET6 && decided_net_) {
+      c.fail(EAFNOSUPPORT); // a stream socket's: refused, not read again
+      return false;
+    }
     switch (a.family()) {
     case AF_INET:
     case AF_INET6:
@@ -844,15 +939,24 @@ void syscall_mediator::decide_send(mediated_worker&, call& c, mediation_result& 
   if (!c.still_waiting())
     return c.gone();
   bool any_performed = false;
+  bool first_performed = false;
   for (uint64_t i = 0; i < vlen; ++i) {
     std::string path;
     bool perform_it = false;
     if (!admit(addrs[i], path, perform_it))
       return;
     any_performed = any_performed || perform_it;
+    if (i == 0)
+      first_performed = perform_it;
   }
   if (!any_performed)
     return carry_on();
+  // Only a message decided as this thread's to send is sent here: the
+  // first one. A batch whose first message is not (an abstract or unnamed
+  // destination, which the kernel's own checks must see from the caller)
+  // while a later one is cannot be split safely.
+  if (!first_performed)
+    return c.fail(EOPNOTSUPP);
   std::vector<iovec> iov;
   if (int err = read_iovs(msgs[0].msg_hdr, iov); err != 0)
     return c.fail(err);

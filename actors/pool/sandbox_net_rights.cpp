@@ -123,6 +123,15 @@ sandbox_net_decision through_relay(const platform::sandbox_spec& spec,
   const net_outcome o = v.verdict == pol::action::deny ? net_outcome::refused : net_outcome::done;
   if (v.rule == "special-range")
     return {v.verdict, o, "egress proxy: " + v.reason};
+  // The proxy connects from the host: a loopback destination it lets
+  // through is the host's loopback, not the sandbox's.
+  static const pol::cidr_block loopback4{pol::make_ipv4(0x7f000000), 8};
+  pol::ip_address loopback6;
+  loopback6.family = pol::ip_family::v6;
+  loopback6.bytes[15] = 1;
+  const bool host_loopback = loopback4.contains(address) || address == loopback6;
+  if (host_loopback && v.verdict != pol::action::deny)
+    return {v.verdict, o, v.rule + " (through the egress proxy: the host's loopback)"};
   return {v.verdict, o, v.rule};
 }
 

@@ -175,6 +175,9 @@ private:
   /// connect or bind of a datagram socket, performed on a duplicate of it
   /// with the copied (decided) address, as the worker.
   void datagram_connect_or_bind(call& c, int sock, const mediated_address& a);
+  /// A connect to AF_UNSPEC on an IP or AF_UNIX socket (it dissolves the
+  /// association), made by this thread as copied.
+  void datagram_disconnect(call& c, int sock, const mediated_address& a);
   void unix_bind(call& c, int sock, const std::string& path);
   void unix_connect(call& c, int sock, const std::string& path);
   /// Sends `m` to the pathname socket `path` on a duplicate of `sock`.

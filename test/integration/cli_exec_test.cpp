@@ -327,6 +327,21 @@ BOOST_AUTO_TEST_CASE(policy_check_and_explain_know_the_host_owner_of_a_writable_
   std::filesystem::remove(policy, ec);
 }
 
+// Through the egress relay a loopback destination is the host's (the proxy
+// connects from the host); explain says so.
+BOOST_AUTO_TEST_CASE(explain_says_the_relay_reaches_the_hosts_loopback) {
+  const std::string policy = "/tmp/castellan-relay-loopback.json";
+  std::ofstream(policy) << R"({"version": 1, "extends": [")" << castellan::test::source_dir()
+                        << R"(/policies/net-egress.json"], "net": {"rules": [)"
+                        << R"({"action": "allow", "proto": "tcp", "cidr": "127.0.0.2/32", "ports": "8000"}]}})";
+  auto r = cli({"policy", "explain", policy, "--net", "relay:tcp:127.0.0.2:8000"});
+  std::remove(policy.c_str());
+  BOOST_TEST(r.exit_code == 0, r.err);
+  BOOST_TEST(r.out.rfind("allow net relay:tcp:127.0.0.2:8000", 0) == 0u, r.out);
+  BOOST_TEST(r.out.find("(through the egress proxy: the host's loopback)") != std::string::npos,
+             r.out);
+}
+
 BOOST_AUTO_TEST_SUITE_END()
 
 BOOST_AUTO_TEST_SUITE(cli_run)
