@@ -40,11 +40,14 @@ if child == 0:
     import time
     time.sleep(5)
     os._exit(0)
+# Only ever raising the nice value (lowering it needs CAP_SYS_NICE), from
+# wherever the worker started (a supervisor run under `nice` passes its own).
+base = os.getpriority(os.PRIO_PROCESS, 0)
 own = [try_os(lambda: resource.setrlimit(resource.RLIMIT_CORE, (0, 0))),
        try_os(lambda: resource.prlimit(me, resource.RLIMIT_CORE, (0, 0))),
-       try_os(lambda: os.setpriority(os.PRIO_PROCESS, 0, 1)),
-       try_os(lambda: os.setpriority(os.PRIO_PROCESS, tid, 2)),
-       try_os(lambda: os.setpriority(os.PRIO_PROCESS, child, 3)),
+       try_os(lambda: os.setpriority(os.PRIO_PROCESS, 0, min(19, base + 1))),
+       try_os(lambda: os.setpriority(os.PRIO_PROCESS, tid, min(19, base + 2))),
+       try_os(lambda: os.setpriority(os.PRIO_PROCESS, child, min(19, base + 3))),
        try_os(lambda: os.sched_setaffinity(0, os.sched_getaffinity(0))),
        try_os(lambda: os.sched_setaffinity(me, os.sched_getaffinity(0))),
        try_os(lambda: os.sched_setscheduler(child, os.SCHED_BATCH, os.sched_param(0))),
