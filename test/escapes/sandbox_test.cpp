@@ -115,6 +115,12 @@ BOOST_AUTO_TEST_CASE(isolated_mode_serves_execs_from_processes_that_are_not_dump
       ++found;
       for (const pid_t pid : {init, harness[0], zygote[0]})
         BOOST_TEST(owner(pid) == 0u, "pid " << pid << " is owned by " << owner(pid));
+      // castellan-worker leads a session and process group of its own: a
+      // call aimed at a process group reaches no other worker (and the
+      // pool's group kill, aimed at the init's pid, reaches this one).
+      BOOST_TEST(::getsid(init) == init);
+      BOOST_TEST(::getpgid(init) == init);
+      BOOST_TEST(::getpgid(init) != ::getpgrp());
     }
   }
   BOOST_TEST(found == 1);
