@@ -7,6 +7,7 @@
 #include <linux/keyctl.h>
 #include <linux/seccomp.h>
 #include <sched.h>
+#include <sys/mman.h>
 #include <sys/mount.h>
 #include <sys/personality.h>
 #include <sys/ioctl.h>
@@ -219,6 +220,41 @@ BOOST_AUTO_TEST_CASE(arguments_are_compared_as_the_kernel_reads_them) {
     // The caller's own, by 0: allowed.
     if (::syscall(SYS_prlimit64, 0L, RLIMIT_FSIZE, nullptr, &lim) != 0)
       err += "prlimit64 of the caller: " + castellan::test::err_text(errno) + "\n";
+    return err;
+  };
+  castellan::test::check(castellan::test::run_forked(body));
+}
+
+// fadvise DONTNEED is answered without being made: a page of the host's
+// page cache stays where it is (mincore, on a file of this test's own).
+BOOST_AUTO_TEST_CASE(fadvise_dontneed_evicts_nothing) {
+  auto body = []() -> std::string {
+    char path[] = "/var/tmp/castellan-fadvise-XXXXXX";
+    const int fd = ::mkstemp(path);
+    if (fd < 0)
+      return "mkstemp: " + castellan::test::err_text(errno);
+    ::unlink(path);
+    std::string page(4096, 'x');
+    if (::write(fd, page.data(), page.size()) != 4096 || ::fsync(fd) != 0)
+      return "write: " + castellan::test::err_text(errno);
+    void* map = ::mmap(nullptr, 4096, PROT_READ, MAP_SHARED, fd, 0);
+    if (map == MAP_FAILED)
+      return "mmap: " + castellan::test::err_text(errno);
+    auto cached = [&] {
+      unsigned char vec = 0;
+      return ::mincore(map, 4096, &vec) == 0 && (vec & 1) != 0;
+    };
+    char buf[4096];
+    if (::pread(fd, buf, sizeof buf, 0) != 4096 || !cached())
+      return "the page is not cached after a read";
+    seccomp_spec spec;
+    if (auto report = apply_seccomp(spec); !report)
+      return "apply_seccomp: " + report.error().describe();
+    std::string err;
+    if (int rc = ::posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED); rc != 0)
+      err += "fadvise answered " + castellan::test::err_text(rc) + "\n";
+    if (!cached())
+      err += "the page was evicted\n";
     return err;
   };
   castellan::test::check(castellan::test::run_forked(body));
