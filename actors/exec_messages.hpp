@@ -11,6 +11,8 @@
 
 #include <caf/meta/type_name.hpp>
 
+#include "actors/policy_event.hpp"
+
 namespace castellan {
 
 /// How an exec ended. The exit code says what the code did; this says what
@@ -65,18 +67,6 @@ template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, resource_usage& x) {
   return f(caf::meta::type_name("resource_usage"), x.cpu_us, x.peak_memory_bytes);
 }
-
-/// A security-relevant event that happened during one exec (a denial, a
-/// warning, an optimistic-read kill); attached to the exec's result.
-struct policy_event {
-  std::string kind;     ///< "syscall_denied", "policy_warning", "optimistic_violation"
-  std::string syscall;  ///< e.g. "openat", or the wire check ("FS_WRITE")
-  std::string target;   ///< the path or address
-  std::string decision; ///< "deny", "warn", "kill"
-  std::string rule;     ///< JSON pointer of the deciding rule, or "default"
-  int32_t pid = 0;
-  int64_t timestamp_ns = 0; ///< CLOCK_REALTIME
-};
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, policy_event& x) {

@@ -9,7 +9,7 @@
 #include "actors/policy/engine/compiled_policy.hpp"
 #include "actors/policy/engine/policy_document.hpp"
 #include "actors/pool/sandbox_net_rights.hpp"
-#include "actors/pool/syscall_mediator.hpp"
+#include "actors/mediation/syscall_mediator.hpp"
 #include "actors/pool/pool_actor.hpp"
 #include "actors/pool/sandbox_fs_rights.hpp"
 
@@ -140,16 +140,6 @@ bool exists(const std::string& path) {
 
 } // namespace
 
-bool allows_network(const policy::policy_document& doc) {
-  if (doc.effective_net_default() != policy::action::deny)
-    return true;
-  if (doc.hosts.allow && !doc.hosts.allow->empty())
-    return true;
-  return std::any_of(doc.net_rules.begin(), doc.net_rules.end(), [](const auto& r) {
-    return r.verdict != policy::action::deny && r.proto == policy::net_proto::tcp;
-  });
-}
-
 outcome<void> apply_policy(const policy::policy_document& doc, pool_config& cfg) {
   const std::string what = "policy " + doc.source;
   auto& sb = cfg.sandbox;
@@ -278,14 +268,6 @@ outcome<void> apply_policy(const policy::policy_document& doc, pool_config& cfg)
       cfg.ring_capacity <<= 1;
   }
   return {};
-}
-
-const std::vector<std::string>& elf_loaders() {
-  static const std::vector<std::string> loaders = {
-    "/lib64/ld-linux-x86-64.so.2", "/lib/ld-linux-aarch64.so.1",
-    "/usr/lib/x86_64-linux-gnu/ld-linux-x86-64.so.2",
-    "/usr/lib/aarch64-linux-gnu/ld-linux-aarch64.so.1"};
-  return loaders;
 }
 
 std::string sandboxed_harness_path(const std::string& harness) {

@@ -10,13 +10,11 @@
 #include <string>
 #include <vector>
 
+#include "actors/mediation/sandbox_fixed_paths.hpp"
 #include "ipc/result.hpp"
 #include "platform/linux/sandbox_spec.hpp"
 
 namespace castellan {
-
-/// Where the harness directory appears inside every sandbox (read-only).
-inline constexpr const char* sandbox_harness_dir = "/opt/castellan/python";
 
 namespace policy {
 struct policy_document;
@@ -84,11 +82,6 @@ outcome<platform::sandbox_spec> make_sandbox_spec(const sandbox_profile& profile
 /// allows network (allows_network) → `cfg.egress_policy`.
 outcome<void> apply_policy(const policy::policy_document& doc, pool_config& cfg);
 
-/// True when `doc` can allow some TCP connection: a net default other than
-/// deny, a non-empty host allow list, or an allowing/warning tcp rule. Such
-/// a policy gets the egress relay (actors/proxy); any other keeps loopback only.
-bool allows_network(const policy::policy_document& doc);
-
 /// True when an fs rule on `path` (a pattern) is inside what the default
 /// root already provides (/usr, /etc, /tmp, /dev, … or "/" itself): such a
 /// rule changes Landlock rights, it never binds a host path.
@@ -112,11 +105,6 @@ std::string explain_missing_program(const std::vector<std::string>& argv, int ex
 /// for anything else (no restriction, the program itself allowed).
 std::string explain_refused_exec(const std::vector<std::string>& argv, int exit_code,
                                  const std::string& stderr_data, const sandbox_profile& profile);
-
-/// The ELF interpreters (dynamic loaders) an allowed program may name: the
-/// kernel opens them for execution as it opens a program, so they keep
-/// Landlock EXECUTE under an exec deny (docs/security.md, "Exec rules").
-const std::vector<std::string>& elf_loaders();
 
 /// The harness's path inside the sandbox.
 std::string sandboxed_harness_path(const std::string& harness);

@@ -17,7 +17,7 @@
 #include <caf/send.hpp>
 #include <spdlog/spdlog.h>
 
-#include "actors/pool/mediation_privileges.hpp"
+#include "actors/mediation/mediation_privileges.hpp"
 #include "actors/pool/pool_internal.hpp"
 
 namespace castellan {

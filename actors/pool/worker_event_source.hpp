@@ -18,7 +18,7 @@
 #include <caf/weak_intrusive_ptr.hpp>
 #include <caf/actor_control_block.hpp>
 
-#include "actors/pool/syscall_mediator.hpp"
+#include "actors/mediation/syscall_mediator.hpp"
 #include "ipc/doorbell.hpp"
 #include "ipc/result.hpp"
 #include "platform/linux/uring.hpp"

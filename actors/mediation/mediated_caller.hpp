@@ -2,7 +2,7 @@
 
 /// @file mediated_caller.hpp
 /// The thread whose call is being decided, addressed without pid races
-/// (private to actors/pool).
+/// (private to actors/mediation).
 ///
 /// A notification names its caller by host thread id, a number the kernel
 /// hands to another thread once the caller is gone and reaped. So nothing is

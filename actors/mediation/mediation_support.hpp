@@ -1,7 +1,7 @@
 #pragma once
 
 /// @file mediation_support.hpp
-/// What the parts of syscall_mediator share (private to actors/pool): the
+/// What the parts of syscall_mediator share (private to actors/mediation): the
 /// notification being decided and how it is answered, path resolution
 /// inside the worker's root, events. Every path the supervisor acts on is
 /// resolved with openat2(RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS) from the
@@ -15,8 +15,8 @@
 #include <string>
 #include <string_view>
 
-#include "actors/pool/mediated_caller.hpp"
-#include "actors/pool/syscall_mediator.hpp"
+#include "actors/mediation/mediated_caller.hpp"
+#include "actors/mediation/syscall_mediator.hpp"
 
 namespace castellan {
 

@@ -1,4 +1,4 @@
-#include "actors/pool/mediation_support.hpp"
+#include "actors/mediation/mediation_support.hpp"
 
 #include <fcntl.h>
 #include <linux/openat2.h>

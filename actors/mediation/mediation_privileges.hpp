@@ -2,7 +2,7 @@
 
 /// @file mediation_privileges.hpp
 /// The capabilities of the thread that decides a worker's calls (private to
-/// actors/pool). While it acts for the worker — opens, creates, removes,
+/// actors/mediation). While it acts for the worker — opens, creates, removes,
 /// renames, binds, connects — it holds no effective capability at all: the
 /// kernel then checks those operations as it checks the worker's own (DAC as
 /// the worker's fsuid/fsgid, no CAP_SYS_PTRACE for another process's /proc

@@ -27,7 +27,7 @@
 #include <cerrno>
 #include <string>
 
-#include "actors/pool/mediation_support.hpp"
+#include "actors/mediation/mediation_support.hpp"
 
 namespace castellan {
 

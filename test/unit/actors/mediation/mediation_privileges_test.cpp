@@ -1,5 +1,5 @@
 // The capabilities of the thread that acts for a worker
-// (actors/pool/mediation_privileges.hpp): none while it acts, what one step
+// (actors/mediation/mediation_privileges.hpp): none while it acts, what one step
 // needs while that step runs, this thread only.
 
 #include <boost/test/unit_test.hpp>
@@ -12,7 +12,7 @@
 #include <string>
 #include <thread>
 
-#include "actors/pool/mediation_privileges.hpp"
+#include "actors/mediation/mediation_privileges.hpp"
 #include "platform/linux/thread_capabilities.hpp"
 
 using namespace castellan;

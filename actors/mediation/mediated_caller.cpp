@@ -1,4 +1,4 @@
-#include "actors/pool/mediated_caller.hpp"
+#include "actors/mediation/mediated_caller.hpp"
 
 #include <fcntl.h>
 #include <sys/syscall.h>
@@ -9,8 +9,8 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "actors/pool/mediation_privileges.hpp"
-#include "actors/pool/mediation_support.hpp"
+#include "actors/mediation/mediation_privileges.hpp"
+#include "actors/mediation/mediation_support.hpp"
 #include "platform/linux/process_memory.hpp"
 
 namespace castellan::mediation {

@@ -45,9 +45,9 @@
 #include <string>
 #include <vector>
 
-#include "actors/exec_messages.hpp"
+#include "actors/policy_event.hpp"
 #include "actors/policy/engine/compiled_policy.hpp"
-#include "actors/pool/mediated_caller.hpp"
+#include "actors/mediation/mediated_caller.hpp"
 #include "ipc/unique_fd.hpp"
 #include "platform/linux/landlock.hpp"
 #include "platform/linux/seccomp_notify.hpp"

@@ -1,4 +1,4 @@
-#include "actors/pool/syscall_mediator.hpp"
+#include "actors/mediation/syscall_mediator.hpp"
 
 #include <fcntl.h>
 #include <linux/openat2.h>
@@ -20,10 +20,10 @@
 #include <spdlog/spdlog.h>
 
 #include "actors/policy/engine/path.hpp"
-#include "actors/pool/mediation_privileges.hpp"
-#include "actors/pool/mediation_support.hpp"
-#include "actors/pool/sandbox_net_rights.hpp"
-#include "actors/pool/sandbox_profile.hpp"
+#include "actors/mediation/mediation_privileges.hpp"
+#include "actors/mediation/mediation_support.hpp"
+#include "actors/mediation/network_layers.hpp"
+#include "actors/mediation/sandbox_fixed_paths.hpp"
 #include "platform/linux/pidfd.hpp"
 #include "platform/linux/process_memory.hpp"
 
@@ -952,7 +952,7 @@ platform::notify_spec notify_spec_for(const pol::policy_document& doc) {
   if (any(perm(pol::fs_perm::write_file)))
     add({"connect", "sendto", "sendmsg", "sendmmsg"});
 
-  // Net calls: see mediates_net (sandbox_net_rights.hpp).
+  // Net calls: see mediates_net (network_layers.hpp).
   if (mediates_net(doc))
     add({"connect", "bind", "sendto", "sendmsg", "sendmmsg"});
 

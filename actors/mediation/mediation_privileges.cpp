@@ -1,4 +1,4 @@
-#include "actors/pool/mediation_privileges.hpp"
+#include "actors/mediation/mediation_privileges.hpp"
 
 #include <linux/capability.h>
 

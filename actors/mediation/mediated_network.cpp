@@ -4,7 +4,7 @@
 /// decided by syscall_mediator.
 ///
 /// The address is copied out of the caller once and decided:
-///   - AF_INET/AF_INET6 with mediated_net_decision (sandbox_net_rights.hpp,
+///   - AF_INET/AF_INET6 with mediated_net_decision (network_layers.hpp,
 ///     which `policy explain` uses too): the net rules, tcp for a stream
 ///     socket, udp otherwise; a bind is decided as its local endpoint; on
 ///     the sandbox's own addresses the default counts too. An allowed call
@@ -55,9 +55,9 @@
 
 #include <spdlog/spdlog.h>
 
-#include "actors/pool/mediation_privileges.hpp"
-#include "actors/pool/mediation_support.hpp"
-#include "actors/pool/sandbox_net_rights.hpp"
+#include "actors/mediation/mediation_privileges.hpp"
+#include "actors/mediation/mediation_support.hpp"
+#include "actors/mediation/network_layers.hpp"
 
 namespace castellan {
 

@@ -1,0 +1,2 @@
+#define BOOST_TEST_MODULE castellan mediation
+#include "support/test_main.hpp"
