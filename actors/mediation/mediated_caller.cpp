@@ -10,7 +10,7 @@
 #include <cstring>
 
 #include "actors/mediation/mediation_privileges.hpp"
-#include "actors/mediation/mediation_support.hpp"
+#include "actors/mediation/paths_in_root.hpp"
 #include "platform/linux/process_memory.hpp"
 
 namespace castellan::mediation {

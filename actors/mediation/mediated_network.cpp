@@ -56,7 +56,8 @@
 #include <spdlog/spdlog.h>
 
 #include "actors/mediation/mediation_privileges.hpp"
-#include "actors/mediation/mediation_support.hpp"
+#include "actors/mediation/decided_call.hpp"
+#include "actors/mediation/paths_in_root.hpp"
 #include "actors/mediation/network_layers.hpp"
 
 namespace castellan {

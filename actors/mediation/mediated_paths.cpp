@@ -24,10 +24,14 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <string>
+#include <vector>
 
-#include "actors/mediation/mediation_support.hpp"
+#include "actors/mediation/decided_call.hpp"
+#include "actors/mediation/paths_in_root.hpp"
+#include "actors/policy/engine/path.hpp"
 
 namespace castellan {
 
@@ -86,7 +90,102 @@ int copy_path(mediated_caller& who, uint64_t addr, std::string& out) {
   return 0;
 }
 
+/// The positions of `pattern` reachable after matching `path` from its
+/// start (`**` absorbs any number of components; position `size()` means
+/// the path itself is covered, and so is everything beneath it).
+std::vector<char> reachable(const std::vector<std::string>& pattern,
+                            const pol::path_components& path) {
+  const std::size_t m = pattern.size();
+  std::vector<char> cur(m + 1, 0);
+  std::vector<char> next(m + 1, 0);
+  auto close = [&](std::vector<char>& s) {
+    for (std::size_t i = 0; i < m; ++i)
+      if (s[i] && pattern[i] == "**")
+        s[i + 1] = 1;
+  };
+  cur[0] = 1;
+  close(cur);
+  for (std::size_t k = 0; k < path.size(); ++k) {
+    std::fill(next.begin(), next.end(), 0);
+    for (std::size_t i = 0; i < m; ++i) {
+      if (!cur[i])
+        continue;
+      if (pattern[i] == "**")
+        next[i] = 1;
+      else if (pol::match_component(pattern[i], path[k]))
+        next[i + 1] = 1;
+    }
+    if (cur[m])
+      next[m] = 1;
+    close(next);
+    cur.swap(next);
+  }
+  return cur;
+}
+
 } // namespace
+
+syscall_mediator::change_verdict syscall_mediator::check_move(const std::string& from,
+                                                              const std::string& to, bool dir,
+                                                              bool beneath) const {
+  change_verdict v;
+  v.target = from;
+  // The object keeps its inode under the new name: it must not gain a
+  // permission a rule withholds (or reports) at its old place.
+  const pol::fs_access perms = decided_fs_ & (dir ? pol::fs_access_all : file_perms);
+  for (unsigned bit = 0; bit < pol::fs_perm_count; ++bit) {
+    const pol::fs_access p = pol::fs_access{1} << bit;
+    if ((perms & p) == 0)
+      continue;
+    const pol::decision old_d = rules_only(policy_->check_fs(from, p));
+    if (old_d.verdict == pol::action::allow)
+      continue;
+    const pol::decision new_d = rules_only(policy_->check_fs(to, p));
+    if (old_d.verdict == pol::action::deny && new_d.verdict != pol::action::deny) {
+      v.what = change_verdict::kind::deny;
+      v.decision = old_d;
+      return v;
+    }
+    if (old_d.verdict == pol::action::warn && new_d.verdict == pol::action::allow &&
+        v.what == change_verdict::kind::allow) {
+      v.what = change_verdict::kind::warn;
+      v.decision = old_d;
+    }
+  }
+  if (!beneath)
+    return v;
+  // What lies beneath moves along: a decided rule that reaches below `from`
+  // and not equally below `to` would lose its hold on it.
+  pol::path_components pf;
+  pol::path_components pt;
+  if (!pf.assign(from) || !pt.assign(to))
+    return v;
+  for (std::size_t i = 0; i < decided_rules_.size(); ++i) {
+    const auto& rule = decided_rules_[i];
+    const std::size_t m = rule.parts.size();
+    const auto at_from = reachable(rule.parts, pf);
+    const auto at_to = reachable(rule.parts, pt);
+    if (at_to[m])
+      continue; // everything beneath `to` is covered anyway
+    bool lost = false;
+    for (std::size_t k = 0; k < m && !lost; ++k)
+      lost = at_from[k] && !at_to[k];
+    if (!lost)
+      continue;
+    const pol::decision d{rule.verdict, pol::decision_source::rule, static_cast<int32_t>(i),
+                          rule.pointer};
+    if (rule.verdict == pol::action::deny) {
+      v.what = change_verdict::kind::deny;
+      v.decision = d;
+      return v;
+    }
+    if (v.what == change_verdict::kind::allow) {
+      v.what = change_verdict::kind::warn;
+      v.decision = d;
+    }
+  }
+  return v;
+}
 
 void syscall_mediator::decide_remove(mediated_worker& w, call& c, mediation_result&) {
   const auto& n = c.n;

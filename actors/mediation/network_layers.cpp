@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "actors/mediation/mediation_support.hpp"
+#include "actors/mediation/decided_call.hpp"
 
 namespace castellan {
 

@@ -6,36 +6,28 @@
 /// CAF-free: it returns what happened and the event source turns that into
 /// messages.
 ///
-/// Open family (open, openat, creat, openat2): the path is copied out of the
-/// caller once, made absolute against its cwd or dirfd (as seen inside the
-/// sandbox), and opened by the supervisor itself with openat2
-/// (RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS) from the worker's root, first
-/// as O_PATH. The decision is taken on the path of the object actually
-/// opened (symlinks resolved); the caller gets a reopen of that very object
-/// with its own flags, injected with SECCOMP_IOCTL_NOTIF_ADDFD. The caller's
-/// buffer is never read again, so flipping it changes nothing.
-///   - reads (read_file, read_dir only) are optimistic: a denial is not an
-///     errno but the end of the worker (killed before the answer, so the
-///     file never reaches it);
-///   - writes, truncations and creations are synchronous: a denial answers
-///     EACCES and the process continues.
-/// exec family (execve, execveat): decided on the copied path, lexically
-/// and after resolution; allowed calls continue in the kernel (see
-/// docs/security.md for why that is safe only with Landlock's EXECUTE
-/// rights behind it).
-/// Path calls (unlink, rmdir, mkdir, mknod, symlink, link, rename,
-/// truncate and their *at forms; mediated_paths.cpp): the paths are copied
-/// once, each parent directory is resolved in the worker's root, the
-/// decision is taken on the resolved location, and the supervisor performs
-/// the call itself on that directory fd, as the worker: the kernel never
-/// reads the caller's paths again.
-/// Network calls (connect, bind, sendto, sendmsg, sendmmsg;
-/// mediated_network.cpp): IPv4/IPv6 addresses against the net rules, then
-/// answered "continue" for a stream socket (the sandbox's network namespace
-/// and Landlock make a changed address harmless) and performed by the
-/// supervisor for a datagram socket; pathname AF_UNIX addresses against the
-/// fs rules, performed by the supervisor on a duplicate of the caller's
-/// socket.
+/// One file per family of calls, each deciding on what it copied out of
+/// the caller once (never on memory the caller can still change):
+///  - opens (open, openat, creat, openat2; mediated_opens.cpp): performed
+///    by the supervisor from the worker's root and decided on the object
+///    actually opened; reads are optimistic (a denial ends the worker),
+///    writes, truncations and creations synchronous (EACCES);
+///  - exec (execve, execveat; mediated_exec.cpp): decided on the copied
+///    path, lexically and after resolution; allowed calls continue in the
+///    kernel (see docs/security.md for why that is safe only with
+///    Landlock's EXECUTE rights behind it);
+///  - path calls (unlink, rmdir, mkdir, mknod, symlink, link, rename,
+///    truncate and their *at forms; mediated_paths.cpp): each parent
+///    directory resolved in the worker's root, decided on the resolved
+///    location, performed by the supervisor on that directory fd, as the
+///    worker;
+///  - network calls (connect, bind, sendto, sendmsg, sendmmsg;
+///    mediated_network.cpp): IPv4/IPv6 addresses against the net rules,
+///    then answered "continue" for a stream socket (the sandbox's network
+///    namespace and Landlock make a changed address harmless) and performed
+///    by the supervisor for a datagram socket; pathname AF_UNIX addresses
+///    against the fs rules, performed on a duplicate of the caller's socket.
+/// Which calls reach the mediator at all: notify_mapping.hpp.
 
 #include <sys/types.h>
 
@@ -45,9 +37,9 @@
 #include <string>
 #include <vector>
 
-#include "actors/policy_event.hpp"
-#include "actors/policy/engine/compiled_policy.hpp"
 #include "actors/mediation/mediated_caller.hpp"
+#include "actors/policy/engine/compiled_policy.hpp"
+#include "actors/policy_event.hpp"
 #include "ipc/unique_fd.hpp"
 #include "platform/linux/landlock.hpp"
 #include "platform/linux/seccomp_notify.hpp"
@@ -152,10 +144,37 @@ public:
     int refuse_errno = 0;
   };
 
-  struct call; ///< one notification being decided (mediation_support.hpp)
+  struct call; ///< one notification being decided (decided_call.hpp)
 
 private:
+  // mediated_opens.cpp
+  struct open_request; ///< an open's arguments, copied once
   void decide_open(mediated_worker& w, call& c, mediation_result& r);
+  /// Copies the arguments and the path of an open, made absolute; false
+  /// when it answered (the call fails, or the caller is gone).
+  bool copy_open_request(call& c, open_request& o);
+  /// An O_CREAT open of a name that does not exist: decided on the
+  /// resolved parent and the new name, created exclusively there. False
+  /// when someone else created the name meanwhile (open it then); true
+  /// when it answered.
+  bool create_for_open(mediated_worker& w, call& c, const open_request& o);
+  /// An open of the object resolved at `opath` (O_PATH): decided on its
+  /// real path, reopened with the caller's flags and injected.
+  void open_existing(mediated_worker& w, call& c, mediation_result& r, const open_request& o,
+                     unique_fd opath);
+  /// An optimistic read the policy denies: the worker is killed before the
+  /// answer, unless the kernel refuses the read by itself.
+  void end_for_denied_read(mediated_worker& w, call& c, mediation_result& r,
+                           const open_request& o, int opath, const std::string& canon,
+                           const policy::decision& d);
+  /// The object `opath` names, opened with the caller's flags (as the
+  /// worker, with the capabilities of its own /proc entry if it is in it);
+  /// invalid with errno on failure.
+  unique_fd reopen_for_caller(const open_request& o, int opath, bool fifo);
+  /// Injects `fd` into the caller as its call's result (one step or two,
+  /// answer_fds_in_one_step); false when the caller is gone.
+  bool answer_with_fd(mediated_worker& w, const call& c, int fd, bool cloexec);
+  // mediated_exec.cpp
   void decide_exec(mediated_worker& w, call& c, mediation_result& r);
   // mediated_paths.cpp
   void decide_remove(mediated_worker& w, call& c, mediation_result& r);
@@ -241,11 +260,5 @@ private:
   unique_fd own_netns_; ///< this thread's own network namespace, to come back to
   bool one_step_fds_ = false;
 };
-
-/// The system call names the notify filter must list for `policy`, and
-/// whether opens for reading can stay out of it. Empty when the policy has
-/// nothing the static layers (mounts, Landlock, the anti-escape filter)
-/// cannot decide themselves: such a policy costs nothing per call.
-platform::notify_spec notify_spec_for(const policy::policy_document& doc);
 
 } // namespace castellan

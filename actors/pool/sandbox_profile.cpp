@@ -9,7 +9,7 @@
 #include "actors/policy/engine/compiled_policy.hpp"
 #include "actors/policy/engine/policy_document.hpp"
 #include "actors/pool/sandbox_net_rights.hpp"
-#include "actors/mediation/syscall_mediator.hpp"
+#include "actors/mediation/notify_mapping.hpp"
 #include "actors/pool/pool_actor.hpp"
 #include "actors/pool/sandbox_fs_rights.hpp"
 

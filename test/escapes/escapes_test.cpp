@@ -15,7 +15,7 @@
 
 #include "actors/policy/engine/policy_loader.hpp"
 #include "actors/pool/sandbox_profile.hpp"
-#include "actors/mediation/syscall_mediator.hpp"
+#include "actors/mediation/notify_mapping.hpp"
 #include "platform/linux/landlock.hpp"
 #include "support/actor_system_fixture.hpp"
 #include "support/sanitizers.hpp"

@@ -1,5 +1,5 @@
 // Which system calls a policy makes the supervisor decide (notify_spec_for,
-// actors/mediation/syscall_mediator.hpp): the pre-built policies, whose
+// actors/mediation/notify_mapping.hpp): the pre-built policies, whose
 // decisions the static layers take alone, list none; every carve-out lists
 // exactly the calls that can exercise it.
 
@@ -8,7 +8,7 @@
 #include <algorithm>
 #include <string>
 
-#include "actors/mediation/syscall_mediator.hpp"
+#include "actors/mediation/notify_mapping.hpp"
 #include "actors/policy/engine/policy_loader.hpp"
 #include "support/build_paths.hpp"
 

@@ -1,12 +1,12 @@
 #pragma once
 
-/// @file mediation_support.hpp
-/// What the parts of syscall_mediator share (private to actors/mediation): the
-/// notification being decided and how it is answered, path resolution
-/// inside the worker's root, events. Every path the supervisor acts on is
-/// resolved with openat2(RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS) from the
-/// worker's root, so `..` and symlinks stay inside it; nothing is ever
-/// looked up by name from the supervisor's own root.
+/// @file paths_in_root.hpp
+/// How the mediator finds what a caller's path names (private to
+/// actors/mediation). Every path the supervisor acts on is resolved with
+/// openat2(RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS) from the worker's root,
+/// so `..` and symlinks stay inside it; nothing is ever looked up by name
+/// from the supervisor's own root. Another process's /proc entry is refused
+/// here whatever the policy says.
 
 #include <sys/types.h>
 
@@ -16,19 +16,11 @@
 #include <string_view>
 
 #include "actors/mediation/mediated_caller.hpp"
-#include "actors/mediation/syscall_mediator.hpp"
+#include "ipc/unique_fd.hpp"
 
 namespace castellan {
 
 namespace mediation {
-
-/// The longest path copied out of a caller (the kernel's own limit).
-inline constexpr std::size_t max_path = 4095;
-
-int64_t now_ns();
-
-/// The name of a decided system call ("unlinkat"), "unknown" otherwise.
-const char* syscall_name(int nr);
 
 /// The sandbox-side path behind one of our own /proc links
 /// ("/proc/self/fd/3"). 0 or an errno (ENOENT for a removed object).
@@ -79,15 +71,8 @@ std::string normalise(const std::string& abs);
 /// "dir/name" without a double slash at the root.
 std::string join(const std::string& dir, const std::string& name);
 
-/// A decision whose deny comes from the domain default, turned into an
-/// allow: the static layers enforce the default (see the callers).
-policy::decision rules_only(const policy::decision& d);
-
 /// The caller's umask (its /proc/<tid>/status), 077 when it cannot be read.
 mode_t umask_of(mediated_caller& who);
-
-policy_event make_event(const char* kind, const char* syscall, std::string target,
-                        policy::action verdict, std::string_view rule, pid_t pid);
 
 /// Whether the mount `fd` is on is read-only: the kernel answers EROFS
 /// before it checks any permission, and so does the mediator.
@@ -122,41 +107,5 @@ int locate_new(int root, mediated_caller& who, int dirfd, const std::string& raw
                bool slash_ok, located_name& out);
 
 } // namespace mediation
-
-/// One notification being decided, and how it is answered.
-struct syscall_mediator::call {
-  platform::notification n;
-  const char* name = "unknown";
-  std::chrono::steady_clock::time_point received;
-  mediated_worker* w = nullptr;
-  mediation_result* r = nullptr;
-  /// The caller, addressed through its own handles (mediated_caller.hpp).
-  mediation::mediated_caller caller;
-
-  platform::notify_listener& listener() const { return *w->listener; }
-
-  /// The kernel's own kind of answer (an errno the call would have had
-  /// anyway): nothing to report.
-  void fail(int err) const {
-    (void)listener().respond_error(n.id, err);
-    r->what = mediation_result::outcome::allow;
-  }
-  /// The call returns `value` (after the supervisor performed it).
-  void succeed(int64_t value) const {
-    if (!listener().respond_value(n.id, value))
-      r->what = mediation_result::outcome::gone;
-  }
-  /// The caller went away, or its call was answered already.
-  void gone() const { r->what = mediation_result::outcome::gone; }
-  /// Still waiting? Call after copying the arguments and before acting:
-  /// from then on the caller is reached through its handles only, and a
-  /// further read of its memory is checked again.
-  bool still_waiting() {
-    if (!caller.still_waiting())
-      return false;
-    caller.mark_checked();
-    return true;
-  }
-};
 
 } // namespace castellan
