@@ -26,6 +26,23 @@ outcome<std::string> string_field(const nlohmann::json& obj, const char* key) {
   return it->get<std::string>();
 }
 
+/// RESULT's `exec_error`: `{"program": "/usr/bin/id", "errno": 13}`, nothing
+/// more, nothing less.
+outcome<harness_exec_error> exec_error_field(const nlohmann::json& value) {
+  if (!value.is_object() || value.size() != 2)
+    return logic_failure("RESULT: exec_error is not an object of program and errno");
+  auto program = value.find("program");
+  if (program == value.end() || !program->is_string() ||
+      program->get_ref<const std::string&>().empty())
+    return logic_failure("RESULT: exec_error.program missing or not a non-empty string");
+  auto number = value.find("errno");
+  // Linux errnos are 1..4095 (the range a raw syscall returns negated).
+  if (number == value.end() || !number->is_number_integer() || number->get<int64_t>() < 1 ||
+      number->get<int64_t>() > 4095)
+    return logic_failure("RESULT: exec_error.errno missing or not an errno (1..4095)");
+  return harness_exec_error{program->get<std::string>(), static_cast<int>(number->get<int64_t>())};
+}
+
 } // namespace
 
 outcome<void> apply_result_payload(std::string_view payload, exec_result& result) {
@@ -52,6 +69,12 @@ outcome<void> apply_result_payload(std::string_view payload, exec_result& result
     if (!it->is_object())
       return logic_failure("RESULT: tightening is not an object");
     extras.tightening = it->dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  }
+  if (auto it = doc.find("exec_error"); it != doc.end()) {
+    auto parsed = exec_error_field(*it);
+    if (!parsed)
+      return parsed.error();
+    extras.exec_error = std::move(*parsed);
   }
   auto code = doc.find("exit_code");
   if (code == doc.end() || !code->is_number_integer())

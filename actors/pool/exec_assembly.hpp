@@ -10,6 +10,7 @@
 #include <string_view>
 
 #include "actors/exec_messages.hpp"
+#include "actors/pool/harness_exec_error.hpp"
 #include "ipc/result.hpp"
 
 namespace castellan {
@@ -34,11 +35,14 @@ struct result_extras {
   /// The worker serves no further exec (fork mode: what an exec left could
   /// not be put back): why. The pool replaces it.
   std::optional<std::string> retire;
+  /// The harness's own exec of a COMMAND's program failed.
+  std::optional<harness_exec_error> exec_error;
 };
 
-/// apply_result_payload, also reading `refused` and `retire` (strings) and
-/// `tightening` (an object) into `extras`; any of the wrong type is a
-/// failure.
+/// apply_result_payload, also reading `refused` and `retire` (strings),
+/// `tightening` (an object) and `exec_error` (an object of exactly a
+/// non-empty string `program` and an integer `errno` in 1..4095) into
+/// `extras`; any of the wrong type or shape is a failure.
 outcome<void> apply_result_payload(std::string_view payload, exec_result& result,
                                    result_extras& extras);
 

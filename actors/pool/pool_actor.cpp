@@ -76,6 +76,8 @@ struct pending_exec {
   /// What the exec's process applied of the request's tightening (a JSON
   /// object from its RESULT); empty without one.
   std::string tightening_report;
+  /// The harness could not start the COMMAND's program (RESULT's exec_error).
+  std::optional<harness_exec_error> exec_error;
 };
 
 struct worker_slot {
@@ -412,10 +414,11 @@ void complete(pool_ptr self, uint64_t id, worker_slot& slot) {
     r.detail = "out of memory: the cgroup's memory limit (" +
                std::to_string(self->state.cfg.limits.memory_bytes) + " bytes) was hit";
   } else if (self->state.cfg.isolation != platform::isolation_mode::none) {
-    r.detail = explain_missing_program(slot.current->req.argv, r.exit_code, r.stderr_data);
-    if (r.detail.empty())
-      r.detail = explain_refused_exec(slot.current->req.argv, r.exit_code, r.stderr_data,
-                                      self->state.cfg.sandbox);
+    const auto& argv = slot.current->req.argv;
+    const auto& sandbox = self->state.cfg.sandbox;
+    r.detail = slot.current->exec_error
+                 ? explain_exec_error(argv, *slot.current->exec_error, sandbox)
+                 : explain_nested_refused_exec(argv, r.exit_code, r.stderr_data, sandbox);
   }
   if (const auto& cfg = self->state.cfg; cfg.telemetry) {
     const auto& usage = slot.current->result.usage;
@@ -517,6 +520,9 @@ outcome<void> on_frame(pool_ptr self, uint64_t id, worker_slot& slot, ipc::frame
                                 "did not run: " +
                                 *extras.refused;
       }
+      if (extras.exec_error && current.req.argv.empty())
+        return logic_failure("RESULT reports an exec error for a CODE request");
+      current.exec_error = std::move(extras.exec_error);
       if (extras.tightening)
         current.tightening_report = std::move(*extras.tightening);
       complete(self, id, slot);

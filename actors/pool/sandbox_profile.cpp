@@ -1,5 +1,6 @@
 #include "actors/pool/sandbox_profile.hpp"
 
+#include <errno.h>
 #include <glob.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -39,28 +40,6 @@ bool in_default_root(const std::string& path) {
   return false;
 }
 
-std::string explain_missing_program(const std::vector<std::string>& argv, int exit_code,
-                                    const std::string& stderr_data) {
-  if (argv.empty() || exit_code != 127)
-    return {};
-  const std::string& prog = argv.front();
-  // The line run_command in worker/python/castellan_runtime.py writes when
-  // the program is not there; anything else on stderr came from a program
-  // that was found.
-  if (prog.empty() || prog.front() != '/' ||
-      stderr_data != "castellan: " + prog + ": No such file or directory\n")
-    return {};
-  struct stat st;
-  if (::stat(prog.c_str(), &st) != 0)
-    return {};
-  std::string why = prog + " is on this host but not inside the sandbox, which sees only its "
-                           "own root; an fs allow rule in the policy binds a host directory";
-  if (in_default_root(prog))
-    why += ", but not one inside the sandbox's default root (/usr, /etc, /tmp, …): rules "
-           "there speak of the sandbox's own paths and bind nothing";
-  return why;
-}
-
 namespace {
 
 /// What `name` runs as when the harness looks it up the way execvp does
@@ -83,32 +62,59 @@ std::string joined(const std::vector<std::string>& v) {
   return out;
 }
 
+/// The host has `prog` (an absolute path) that the sandbox did not find.
+std::string explain_missing_program(const std::string& prog) {
+  struct stat st;
+  if (prog.empty() || prog.front() != '/' || ::stat(prog.c_str(), &st) != 0)
+    return {};
+  std::string why = prog + " is on this host but not inside the sandbox, which sees only its "
+                           "own root; an fs allow rule in the policy binds a host directory";
+  if (in_default_root(prog))
+    why += ", but not one inside the sandbox's default root (/usr, /etc, /tmp, …): rules "
+           "there speak of the sandbox's own paths and bind nothing";
+  return why;
+}
+
+const char* const exec_rule = "policy exec default deny (/defaults/exec)";
+
+bool restricts_exec(const sandbox_profile& profile) {
+  return profile.restrict_execute && profile.landlock;
+}
+
 } // namespace
 
-std::string explain_refused_exec(const std::vector<std::string>& argv, int exit_code,
-                                 const std::string& stderr_data, const sandbox_profile& profile) {
-  if (argv.empty() || exit_code != 126 || !profile.restrict_execute || !profile.landlock)
+std::string explain_exec_error(const std::vector<std::string>& argv,
+                               const harness_exec_error& error, const sandbox_profile& profile) {
+  // The worker names the program; the pool looks up only what the request
+  // itself asked to run, never a host path a worker chose.
+  if (argv.empty() || error.program != argv.front())
     return {};
-  const std::string rule = "policy exec default deny (/defaults/exec)";
-  const std::string allowed = "allowed: " + joined(profile.exec_allowed);
   const std::string& prog = argv.front();
-  // The line run_command in worker/python/castellan_runtime.py writes when
-  // its own exec fails with EACCES.
-  if (stderr_data == "castellan: " + prog + ": Permission denied\n") {
-    const std::string path = resolve_program(prog);
-    if (path.empty())
-      return {};
-    if (std::find(profile.exec_allowed.begin(), profile.exec_allowed.end(), path) !=
-        profile.exec_allowed.end())
-      return {}; // allowed by the exec rules: refused for another reason
-    return "exec of " + path + " refused: " + rule + "; " + allowed;
-  }
-  if (stderr_data.find(": Permission denied\n") != std::string::npos)
-    return "exit 126 after a \"Permission denied\": if " + prog +
-           " tried to start another program, the " + rule +
-           " refuses every program but those its rules allow (Landlock answers such an "
-           "execve with EACCES and names no file); " + allowed;
-  return {};
+  if (error.error_number == ENOENT)
+    return explain_missing_program(prog);
+  if (error.error_number != EACCES || !restricts_exec(profile))
+    return {};
+  const std::string path = resolve_program(prog);
+  if (path.empty())
+    return {};
+  if (std::find(profile.exec_allowed.begin(), profile.exec_allowed.end(), path) !=
+      profile.exec_allowed.end())
+    return {}; // allowed by the exec rules: refused for another reason
+  return "exec of " + path + " refused: " + exec_rule +
+         "; allowed: " + joined(profile.exec_allowed);
+}
+
+std::string explain_nested_refused_exec(const std::vector<std::string>& argv, int exit_code,
+                                        const std::string& stderr_data,
+                                        const sandbox_profile& profile) {
+  if (argv.empty() || exit_code != 126 || !restricts_exec(profile) ||
+      stderr_data.find(": Permission denied\n") == std::string::npos)
+    return {};
+  return "exit 126 after a \"Permission denied\": if " + argv.front() +
+         " tried to start another program, the " + exec_rule +
+         " refuses every program but those its rules allow (Landlock answers such an "
+         "execve with EACCES and names no file); allowed: " +
+         joined(profile.exec_allowed);
 }
 
 namespace {

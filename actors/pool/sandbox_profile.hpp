@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "actors/mediation/sandbox_fixed_paths.hpp"
+#include "actors/pool/harness_exec_error.hpp"
 #include "ipc/result.hpp"
 #include "platform/linux/sandbox_spec.hpp"
 
@@ -87,24 +88,28 @@ outcome<void> apply_policy(const policy::policy_document& doc, pool_config& cfg)
 /// rule changes Landlock rights, it never binds a host path.
 bool in_default_root(const std::string& path);
 
-/// For a command the sandboxed worker could not find (exit 127 with the
-/// harness's own "No such file or directory" line) whose program this host
-/// has: why the sandbox does not see it and what would change that. Empty
-/// for anything else (a program that ran and exited 127 itself, one that
-/// exists nowhere).
-std::string explain_missing_program(const std::vector<std::string>& argv, int exit_code,
-                                    const std::string& stderr_data);
+/// For a command whose program the harness could not start (RESULT's
+/// `exec_error`, docs/wire.md): why, when the pool can tell.
+/// - not found (ENOENT), a program this host has: the sandbox does not see
+///   it, and what would change that;
+/// - refused (EACCES) under exec rules that restrict what may run (Landlock
+///   refuses an execve of anything else with EACCES, and says nothing
+///   more): "exec of /usr/bin/id refused: " and the rule.
+/// Empty for anything else, and when the error's program is not the
+/// request's `argv[0]` (the paths looked up are always the request's own).
+std::string explain_exec_error(const std::vector<std::string>& argv,
+                               const harness_exec_error& error, const sandbox_profile& profile);
 
-/// For a command that ended 126 ("cannot execute") under a profile whose
-/// exec rules restrict what may run (Landlock refuses an execve of anything
-/// else with EACCES, and says nothing more): which rule refused it. When the
-/// harness's own exec failed (its "castellan: PROG: Permission denied" line)
-/// the program is known: "exec of /usr/bin/id refused: …". When a program
-/// the command started reports "Permission denied" (a shell's "id:
-/// Permission denied"), the file is not known and the detail says so. Empty
-/// for anything else (no restriction, the program itself allowed).
-std::string explain_refused_exec(const std::vector<std::string>& argv, int exit_code,
-                                 const std::string& stderr_data, const sandbox_profile& profile);
+/// For a command that started and ended 126 ("cannot execute") after a
+/// "Permission denied" on its stderr, under exec rules that restrict what
+/// may run: a hint that a program it tried to start may have been refused
+/// by the rules (the file is not known, and the detail says so). Only for
+/// a command whose RESULT has no `exec_error` (the harness started the
+/// program); the stderr text is the program's, never a contract. Empty for
+/// anything else (no restriction, no such line).
+std::string explain_nested_refused_exec(const std::vector<std::string>& argv, int exit_code,
+                                        const std::string& stderr_data,
+                                        const sandbox_profile& profile);
 
 /// The harness's path inside the sandbox.
 std::string sandboxed_harness_path(const std::string& harness);

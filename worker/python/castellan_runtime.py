@@ -426,6 +426,10 @@ class _Pump:
 #: the text for stderr (-1: none), then those bytes (UTF-8).
 _REPORT = struct.Struct("<iiiii")
 
+#: A fork-mode COMMAND's report, written only when the child's execve of
+#: the program failed: its errno. A program that started has no report.
+_EXEC_FAILURE = struct.Struct("<i")
+
 #: The most a child's report may take: what a pipe holds by default, so
 #: that it is written at once, with nobody reading yet.
 _REPORT_MAX = 65536
@@ -494,6 +498,18 @@ def _unpack_report(report):
     if texts[0] is not None:
         exception = {"type": texts[0], "message": texts[1], "traceback": texts[2]}
     return exit_code, exception, texts[3]
+
+
+def _exec_failure_status(error):
+    """(exit code, reason for stderr) of a program that could not be
+    started: 127 when it was not found, 126 otherwise, as a shell says it."""
+    if isinstance(error, FileNotFoundError):
+        return 127, "No such file or directory"
+    if isinstance(error, PermissionError):
+        return 126, "Permission denied"
+    if isinstance(error, OSError) and error.strerror:
+        return 126, error.strerror
+    return 126, type(error).__name__
 
 
 def _write_all(fd, data):
@@ -813,6 +829,18 @@ class Harness:
             exception[longest] = text[:len(text) // 2] + "…[truncated]"
         self.wire.send(wire.RESULT, request_id, payload)
 
+    def _send_exec_failure(self, request_id, program, status, errno):
+        """RESULT of a COMMAND whose program never ran, with `status` (exit
+        code and the line for stderr, from _exec_failure_status). When the
+        harness's own execve of it failed (`errno` not None), the RESULT
+        says so in `exec_error` (docs/wire.md): the pool explains the
+        failure from that field, never from the stderr line, which the
+        program itself could have written had it run."""
+        exit_code, reason = status
+        self._send_stderr(f"castellan: {program}: {reason}\n")
+        extra = None if errno is None else {"exec_error": {"program": program, "errno": errno}}
+        self.send_result(request_id, exit_code, None, extra)
+
     def _send_stderr(self, text):
         self.wire.send_stream(wire.STDERR, self.request_id,
                               text.encode("utf-8", "backslashreplace"))
@@ -882,19 +910,12 @@ class Harness:
             self.child = subprocess.Popen(argv, stdin=subprocess.DEVNULL,
                                           stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                           close_fds=True, bufsize=0)
-        except FileNotFoundError:
-            # The pool recognises this exact line (explain_missing_program in
-            # actors/pool/sandbox_profile.cpp) to say why a host program is missing.
-            self._send_stderr(f"castellan: {program}: No such file or directory\n")
-            self.send_result(request_id, 127, None)
-            return
-        except PermissionError:
-            self._send_stderr(f"castellan: {program}: Permission denied\n")
-            self.send_result(request_id, 126, None)
-            return
         except OSError as e:
-            self._send_stderr(f"castellan: {program}: {e.strerror}\n")
-            self.send_result(request_id, 126, None)
+            # subprocess names the program in the error only when its execve
+            # failed (a failed fork or set-up before the exec names none).
+            failed_exec = e.filename is not None and bool(e.errno)
+            self._send_exec_failure(request_id, program, _exec_failure_status(e),
+                                    e.errno if failed_exec else None)
             return
         child = self.child
         self.state = COMMAND
@@ -1057,7 +1078,18 @@ class Harness:
                                              "traceback": ""})
             return
         exit_code, exception, exit_message = 1, None, None
-        unpacked = _unpack_report(report) if report else None
+        extra = None
+        if kind == _RUN_COMMAND:
+            # Only the harness's own code, before the exec, writes a
+            # COMMAND's report (_child_exec): no user code has run there.
+            unpacked = None
+            if len(report) == _EXEC_FAILURE.size:
+                failed_exec = _EXEC_FAILURE.unpack_from(report)[0]
+                if failed_exec > 0:
+                    program = bytes(source).split(b"\0", 1)[0].decode("utf-8", "backslashreplace")
+                    extra = {"exec_error": {"program": program, "errno": failed_exec}}
+        else:
+            unpacked = _unpack_report(report) if report else None
         if unpacked is not None:
             exit_code, exception, exit_message = unpacked
         elif os.WIFSIGNALED(status):
@@ -1068,7 +1100,6 @@ class Harness:
         elif os.WIFEXITED(status):
             # os._exit() in the code: its status is the exec's exit code.
             exit_code = os.WEXITSTATUS(status)
-        extra = None
         if narrowed == _TIGHTENED:
             try:
                 extra = {"tightening": json.loads(text)}
@@ -1282,7 +1313,7 @@ class Harness:
                 os.close(report_r)
                 self.exec_domain.enter()  # exits unless it entered
                 if kind == _RUN_COMMAND:
-                    self._child_exec(source)  # never returns
+                    self._child_exec(source, report_w)  # never returns
                 if prepared is not None:
                     os.close(status_r)
                     tighten.in_child(prepared, status_w)  # exits unless all of it applied
@@ -1350,31 +1381,33 @@ class Harness:
         _writev_all(answer_w, [_ANSWER_HEADER.pack(pid, status, len(report), narrowed, len(data),
                                                    len(reason)), report, data, reason])
 
-    def _child_exec(self, payload):
+    def _child_exec(self, payload, report_w):
         """The forked child of a COMMAND: execs the program (found on PATH)
         with fd 0 on /dev/null and fd 1/2 on the pipes the harness drains,
         nothing else open, default SIGPIPE/SIGXFSZ (as subprocess leaves
         them); a program that cannot be started is reported on fd 2 with 127
-        (not found) or 126, in the words run_command uses."""
+        (not found) or 126, in the words run_command uses, and, when the
+        execve itself failed, its errno on `report_w` (_EXEC_FAILURE), which
+        is close-on-exec: a program that did start never holds it."""
         argv = bytes(payload)[:-1].split(b"\0")
         program = argv[0].decode("utf-8", "backslashreplace")
+        failed_exec = None
         try:
             if self.control_fd is not None:
                 os.set_inheritable(self.control_fd, False)
             for signum in (signal.SIGPIPE, signal.SIGXFSZ):
                 signal.signal(signum, signal.SIG_DFL)
-            os.execvp(argv[0], argv)
-        except FileNotFoundError:
-            # The pool recognises this exact line (explain_missing_program in
-            # actors/pool/sandbox_profile.cpp).
-            message, code = f"castellan: {program}: No such file or directory\n", 127
-        except PermissionError:
-            message, code = f"castellan: {program}: Permission denied\n", 126
+            try:
+                os.execvp(argv[0], argv)
+            except OSError as e:
+                failed_exec = e.errno
+                raise
         except BaseException as e:  # noqa: B902 — nothing may unwind into the zygote's code
-            reason = e.strerror if isinstance(e, OSError) and e.strerror else type(e).__name__
-            message, code = f"castellan: {program}: {reason}\n", 126
+            code, reason = _exec_failure_status(e)
         try:
-            os.write(2, message.encode("utf-8", "backslashreplace"))
+            os.write(2, f"castellan: {program}: {reason}\n".encode("utf-8", "backslashreplace"))
+            if failed_exec:
+                os.write(report_w, _EXEC_FAILURE.pack(failed_exec))
         finally:
             os._exit(code)
 

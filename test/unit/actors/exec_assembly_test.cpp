@@ -63,4 +63,58 @@ BOOST_AUTO_TEST_CASE(hostile_payloads_are_errors_naming_the_field) {
   }
 }
 
+BOOST_AUTO_TEST_CASE(exec_error_is_read_exactly) {
+  exec_result r;
+  result_extras extras;
+  BOOST_REQUIRE(apply_result_payload(
+    R"({"exit_code": 126, "exception": null, "exec_error": {"program": "/usr/bin/id", "errno": 13}})",
+    r, extras));
+  BOOST_TEST(r.exit_code == 126);
+  BOOST_REQUIRE(extras.exec_error.has_value());
+  BOOST_TEST(extras.exec_error->program == "/usr/bin/id");
+  BOOST_TEST(extras.exec_error->error_number == 13);
+
+  result_extras none;
+  BOOST_REQUIRE(apply_result_payload(R"({"exit_code": 126, "exception": null})", r, none));
+  BOOST_TEST(!none.exec_error.has_value());
+}
+
+BOOST_AUTO_TEST_CASE(a_hostile_exec_error_is_a_protocol_error) {
+  // RESULT frames come from the worker: every wrong shape is refused with
+  // the field's name, none crashes, none is half-read.
+  const char* const cases[] = {
+    R"("exec_error": null)",
+    R"("exec_error": "/usr/bin/id")",
+    R"("exec_error": [13])",
+    R"("exec_error": {})",
+    R"("exec_error": {"program": "/usr/bin/id"})",
+    R"("exec_error": {"errno": 13})",
+    R"("exec_error": {"program": 7, "errno": 13})",
+    R"("exec_error": {"program": "", "errno": 13})",
+    R"("exec_error": {"program": null, "errno": 13})",
+    R"("exec_error": {"program": "/usr/bin/id", "errno": "13"})",
+    R"("exec_error": {"program": "/usr/bin/id", "errno": 13.5})",
+    R"("exec_error": {"program": "/usr/bin/id", "errno": 0})",
+    R"("exec_error": {"program": "/usr/bin/id", "errno": -13})",
+    R"("exec_error": {"program": "/usr/bin/id", "errno": 4096})",
+    R"("exec_error": {"program": "/usr/bin/id", "errno": 18446744073709551615})",
+    R"("exec_error": {"program": "/usr/bin/id", "errno": 1e300})",
+    R"("exec_error": {"program": "/usr/bin/id", "errno": true})",
+    R"("exec_error": {"program": "/usr/bin/id", "errno": 13, "path": "/etc/shadow"})",
+    R"("exec_error": {"program": ["/usr/bin/id"], "errno": 13})",
+  };
+  for (const char* field : cases) {
+    const std::string payload = std::string(R"({"exit_code": 126, "exception": null, )") +
+                                field + "}";
+    exec_result r;
+    result_extras extras;
+    auto ok = apply_result_payload(payload, r, extras);
+    BOOST_TEST(!ok, payload);
+    if (!ok)
+      BOOST_TEST(ok.error().message.find("exec_error") != std::string::npos,
+                 payload << " -> " << ok.error().message);
+    BOOST_TEST(!extras.exec_error.has_value(), payload);
+  }
+}
+
 BOOST_AUTO_TEST_SUITE_END()

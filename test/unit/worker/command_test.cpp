@@ -47,17 +47,34 @@ BOOST_AUTO_TEST_CASE(false_exits_1) {
 }
 
 BOOST_AUTO_TEST_CASE(missing_program_is_127) {
-  worker_process w;
-  auto r = run_command(w, 13, {"/nonexistent/program", "arg"});
-  BOOST_TEST(r.out == "");
-  BOOST_TEST(r.err == "castellan: /nonexistent/program: No such file or directory\n");
-  BOOST_TEST(r.result == json::parse(R"({"exit_code": 127, "exception": null})"));
-  r = run_command(w, 14, {"no-such-program-anywhere"});
-  BOOST_TEST(r.result["exit_code"] == 127);
-  // Not executable.
-  r = run_command(w, 15, {"/etc/passwd"});
-  BOOST_TEST(r.result["exit_code"] == 126);
-  BOOST_TEST(r.err == "castellan: /etc/passwd: Permission denied\n");
+  // The harness's own exec failed: the RESULT says so in exec_error
+  // (docs/wire.md), in both ways it starts a program.
+  for (const char* mode : {"reuse", "fork"}) {
+    BOOST_TEST_CONTEXT(mode) {
+      worker_process w({"--mode", mode});
+      auto r = run_command(w, 13, {"/nonexistent/program", "arg"});
+      BOOST_TEST(r.out == "");
+      BOOST_TEST(r.err == "castellan: /nonexistent/program: No such file or directory\n");
+      BOOST_TEST(r.result == json::parse(R"({"exit_code": 127, "exception": null,
+        "exec_error": {"program": "/nonexistent/program", "errno": 2}})"));
+      r = run_command(w, 14, {"no-such-program-anywhere"});
+      BOOST_TEST(r.result["exit_code"] == 127);
+      BOOST_TEST(r.result["exec_error"] ==
+                 json::parse(R"({"program": "no-such-program-anywhere", "errno": 2})"));
+      // Not executable.
+      r = run_command(w, 15, {"/etc/passwd"});
+      BOOST_TEST(r.result["exit_code"] == 126);
+      BOOST_TEST(r.err == "castellan: /etc/passwd: Permission denied\n");
+      BOOST_TEST(r.result["exec_error"] ==
+                 json::parse(R"({"program": "/etc/passwd", "errno": 13})"));
+      // A program that started and says the same words: no exec_error.
+      r = run_command(
+          w, 16,
+          {"/bin/sh", "-c", "echo 'castellan: /etc/passwd: Permission denied' >&2; exit 126"});
+      BOOST_TEST(r.err == "castellan: /etc/passwd: Permission denied\n");
+      BOOST_TEST(r.result == json::parse(R"({"exit_code": 126, "exception": null})"));
+    }
+  }
 }
 
 BOOST_AUTO_TEST_CASE(arguments_are_not_split_by_a_shell) {
