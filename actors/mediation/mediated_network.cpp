@@ -252,6 +252,98 @@ int copy_address(mediated_caller& who, uint64_t addr, uint64_t len, mediated_add
   return 0;
 }
 
+/// The cap on a payload copied for an emulated send: the kernel refuses a
+/// datagram larger than the socket's send buffer anyway.
+std::size_t send_cap(mediated_caller& who, int sock) {
+  unique_fd dup;
+  int size = 0;
+  socklen_t len = sizeof size;
+  if (who.dup_fd(sock, dup) != 0 ||
+      ::getsockopt(dup.get(), SOL_SOCKET, SO_SNDBUF, &size, &len) != 0 || size <= 0)
+    return 256 * 1024;
+  return std::min<std::size_t>(static_cast<std::size_t>(size), 16u << 20);
+}
+
+/// Copies the iovecs of a caller's msghdr (they are in the caller's
+/// memory). 0 or an errno.
+int read_iovs(mediated_caller& who, const msghdr& h, std::vector<iovec>& iov) {
+  if (h.msg_iovlen > max_iov)
+    return EMSGSIZE;
+  iov.resize(h.msg_iovlen);
+  if (!iov.empty() &&
+      !who.read(reinterpret_cast<uint64_t>(h.msg_iov), iov.data(), iov.size() * sizeof(iovec)))
+    return EFAULT;
+  return 0;
+}
+
+/// Copies the payload the iovecs point to (caller addresses) and the
+/// descriptors of the control data. 0 or an errno.
+int copy_message(mediated_caller& who, int sock, const std::vector<iovec>& iov,
+                 uint64_t control_addr, std::size_t control_len, mediated_message& m) {
+  const std::size_t cap = send_cap(who, sock);
+  std::size_t total = 0;
+  for (const auto& v : iov) {
+    if (v.iov_len > cap || total + v.iov_len > cap)
+      return EMSGSIZE;
+    total += v.iov_len;
+  }
+  m.data.resize(total);
+  std::size_t at = 0;
+  for (const auto& v : iov) {
+    if (v.iov_len != 0 &&
+        !who.read(reinterpret_cast<uint64_t>(v.iov_base), m.data.data() + at, v.iov_len))
+      return EFAULT;
+    at += v.iov_len;
+  }
+  if (control_len == 0)
+    return 0;
+  if (control_len > max_control)
+    return ENOBUFS;
+  std::vector<char> control(control_len);
+  if (!who.read(control_addr, control.data(), control.size()))
+    return EFAULT;
+  msghdr local{};
+  local.msg_control = control.data();
+  local.msg_controllen = control.size();
+  for (cmsghdr* cm = CMSG_FIRSTHDR(&local); cm != nullptr; cm = CMSG_NXTHDR(&local, cm)) {
+    if (cm->cmsg_len < CMSG_LEN(0) ||
+        cm->cmsg_len >
+            control.size() - static_cast<std::size_t>(reinterpret_cast<char*>(cm) - control.data()))
+      return EINVAL;
+    // Descriptors are carried over (as our duplicates of the caller's),
+    // and the IP-level values of a datagram; credentials would be
+    // checked against this thread's identity, not the caller's, so they
+    // are refused.
+    if (cm->cmsg_level == IPPROTO_IP || cm->cmsg_level == IPPROTO_IPV6 ||
+        cm->cmsg_level == IPPROTO_UDP) {
+      // Copied with its padding (zeros where the caller's buffer ends).
+      const auto* header = reinterpret_cast<const char*>(cm);
+      const std::size_t left = control.size() - static_cast<std::size_t>(header - control.data());
+      const std::size_t space = CMSG_SPACE(cm->cmsg_len - CMSG_LEN(0));
+      const std::size_t start = m.ip_control.size();
+      m.ip_control.resize(start + space, '\0');
+      std::memcpy(m.ip_control.data() + start, header, std::min(space, left));
+      continue;
+    }
+    if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS)
+      return EOPNOTSUPP;
+    const std::size_t count = (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+    // The kernel's own bound (SCM_MAX_FD): each one costs a descriptor of
+    // the supervisor's until the send is done.
+    if (m.fds.size() + count > max_passed_fds)
+      return EINVAL;
+    for (std::size_t i = 0; i < count; ++i) {
+      int fd = -1;
+      std::memcpy(&fd, CMSG_DATA(cm) + i * sizeof(int), sizeof fd);
+      unique_fd dup;
+      if (who.dup_fd(fd, dup) != 0)
+        return EBADF;
+      m.fds.push_back(std::move(dup));
+    }
+  }
+  return 0;
+}
+
 } // namespace
 
 bool syscall_mediator::admit_ip(call& c, int sock, const mediated_address& a, bool& datagram) {
@@ -692,102 +784,13 @@ void syscall_mediator::decide_send(mediated_worker&, call& c, mediation_result& 
       return c.fail(domain < 0 ? -domain : -type);
     ip_datagram = decided_net_ && is_ip_domain(domain) && type == SOCK_DGRAM;
   }
-  // The cap on a payload copied for an emulated send: the kernel refuses a
-  // datagram larger than the socket's send buffer anyway.
-  auto send_cap = [&]() -> std::size_t {
-    unique_fd dup;
-    int size = 0;
-    socklen_t len = sizeof size;
-    if (c.caller.dup_fd(sock, dup) != 0 ||
-        ::getsockopt(dup.get(), SOL_SOCKET, SO_SNDBUF, &size, &len) != 0 || size <= 0)
-      return 256 * 1024;
-    return std::min<std::size_t>(static_cast<std::size_t>(size), 16u << 20);
-  };
-  // The iovecs of a caller's msghdr (in the caller's memory).
-  auto read_iovs = [&](const msghdr& h, std::vector<iovec>& iov) -> int {
-    if (h.msg_iovlen > max_iov)
-      return EMSGSIZE;
-    iov.resize(h.msg_iovlen);
-    if (!iov.empty() &&
-        !mem.read(reinterpret_cast<uint64_t>(h.msg_iov), iov.data(), iov.size() * sizeof(iovec)))
-      return EFAULT;
-    return 0;
-  };
-  // Copies the payload the iovecs point to (caller addresses) and the
-  // descriptors of the control data. 0 or an errno.
-  auto copy_message = [&](const std::vector<iovec>& iov, uint64_t control_addr,
-                          std::size_t control_len, mediated_message& m) -> int {
-    const std::size_t cap = send_cap();
-    std::size_t total = 0;
-    for (const auto& v : iov) {
-      if (v.iov_len > cap || total + v.iov_len > cap)
-        return EMSGSIZE;
-      total += v.iov_len;
-    }
-    m.data.resize(total);
-    std::size_t at = 0;
-    for (const auto& v : iov) {
-      if (v.iov_len != 0 &&
-          !mem.read(reinterpret_cast<uint64_t>(v.iov_base), m.data.data() + at, v.iov_len))
-        return EFAULT;
-      at += v.iov_len;
-    }
-    if (control_len == 0)
-      return 0;
-    if (control_len > max_control)
-      return ENOBUFS;
-    std::vector<char> control(control_len);
-    if (!mem.read(control_addr, control.data(), control.size()))
-      return EFAULT;
-    msghdr local{};
-    local.msg_control = control.data();
-    local.msg_controllen = control.size();
-    for (cmsghdr* cm = CMSG_FIRSTHDR(&local); cm != nullptr; cm = CMSG_NXTHDR(&local, cm)) {
-      if (cm->cmsg_len < CMSG_LEN(0) ||
-          cm->cmsg_len > control.size() -
-                             static_cast<std::size_t>(reinterpret_cast<char*>(cm) - control.data()))
-        return EINVAL;
-      // Descriptors are carried over (as our duplicates of the caller's),
-      // and the IP-level values of a datagram; credentials would be
-      // checked against this thread's identity, not the caller's, so they
-      // are refused.
-      if (cm->cmsg_level == IPPROTO_IP || cm->cmsg_level == IPPROTO_IPV6 ||
-          cm->cmsg_level == IPPROTO_UDP) {
-        // Copied with its padding (zeros where the caller's buffer ends).
-        const auto* header = reinterpret_cast<const char*>(cm);
-        const std::size_t left =
-            control.size() - static_cast<std::size_t>(header - control.data());
-        const std::size_t space = CMSG_SPACE(cm->cmsg_len - CMSG_LEN(0));
-        const std::size_t start = m.ip_control.size();
-        m.ip_control.resize(start + space, '\0');
-        std::memcpy(m.ip_control.data() + start, header, std::min(space, left));
-        continue;
-      }
-      if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS)
-        return EOPNOTSUPP;
-      const std::size_t count = (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-      // The kernel's own bound (SCM_MAX_FD): each one costs a descriptor of
-      // the supervisor's until the send is done.
-      if (m.fds.size() + count > max_passed_fds)
-        return EINVAL;
-      for (std::size_t i = 0; i < count; ++i) {
-        int fd = -1;
-        std::memcpy(&fd, CMSG_DATA(cm) + i * sizeof(int), sizeof fd);
-        unique_fd dup;
-        if (c.caller.dup_fd(fd, dup) != 0)
-          return EBADF;
-        m.fds.push_back(std::move(dup));
-      }
-    }
-    return 0;
-  };
   // Performs one message: on the caller's socket through unix_send for a
   // pathname destination, else with the copied address as it was decided.
   auto perform = [&](const std::vector<iovec>& iov, uint64_t control_addr, std::size_t control_len,
                      const mediated_address& a, int flags, bool& answered) -> int64_t {
     answered = false;
     mediated_message m;
-    if (int err = copy_message(iov, control_addr, control_len, m); err != 0)
+    if (int err = copy_message(c.caller, sock, iov, control_addr, control_len, m); err != 0)
       return -err;
     const std::string path = a.unix_path();
     if (!path.empty()) {
@@ -911,7 +914,7 @@ void syscall_mediator::decide_send(mediated_worker&, call& c, mediation_result& 
     if (!perform_it)
       return carry_on();
     std::vector<iovec> iov;
-    if (int err = read_iovs(h, iov); err != 0)
+    if (int err = read_iovs(c.caller, h, iov); err != 0)
       return c.fail(err);
     bool answered = false;
     const int64_t sent = perform(iov, reinterpret_cast<uint64_t>(h.msg_control), h.msg_controllen,
@@ -959,7 +962,7 @@ void syscall_mediator::decide_send(mediated_worker&, call& c, mediation_result& 
   if (!first_performed)
     return c.fail(EOPNOTSUPP);
   std::vector<iovec> iov;
-  if (int err = read_iovs(msgs[0].msg_hdr, iov); err != 0)
+  if (int err = read_iovs(c.caller, msgs[0].msg_hdr, iov); err != 0)
     return c.fail(err);
   bool answered = false;
   const int64_t sent =
