@@ -287,7 +287,8 @@ std::string fork_floor_loop(const std::string& harness_dir) {
          "sys.path.insert(0, '" +
          harness_dir +
          "')\n"
-         "import castellan_runtime as h\n"
+         "import castellan_runtime\n"
+         "import castellan_plumbing as h\n"
          "sys.path.pop(0)\n"
          "h._import_serving_modules()\n"
          "for name in h.PRELOAD: __import__(name)\n"
