@@ -164,12 +164,17 @@ struct pool_status {
   uint64_t spawned = 0;
   uint64_t completed = 0;
   uint64_t lost = 0;
+  /// The policy new workers start under (followed by name, see
+  /// pool_config::policies) and its revision; empty / 0 without one.
+  std::string policy;
+  uint64_t policy_revision = 0;
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, pool_status& x) {
   return f(caf::meta::type_name("pool_status"), x.name, x.size, x.idle, x.busy, x.starting,
-           x.queued, x.queue_limit, x.spawned, x.completed, x.lost);
+           x.queued, x.queue_limit, x.spawned, x.completed, x.lost, x.policy,
+           x.policy_revision);
 }
 
 } // namespace castellan

@@ -80,8 +80,40 @@ struct pending_exec {
   std::optional<harness_exec_error> exec_error;
 };
 
+/// One version of what the pool's workers start from: the config its policy
+/// makes of the pool, the worker template prepared from it, and the mediator
+/// that decides its workers' notifications. A worker keeps the generation it
+/// started in, so a reload never changes what a running exec is under.
+struct pool_generation {
+  uint64_t number = 0;
+  pool_config cfg;
+  worker_template tpl;
+  /// Used by the event source thread only, once a worker is watched with it.
+  std::shared_ptr<syscall_mediator> mediator;
+};
+
+/// Prepares generation `number` of a pool under `cfg` (a config its policy
+/// was applied to): fails where every worker would.
+outcome<std::shared_ptr<pool_generation>> make_generation(pool_config cfg, uint64_t number) {
+  auto gen = std::make_shared<pool_generation>();
+  gen->number = number;
+  gen->cfg = std::move(cfg);
+  auto tpl = prepare_worker_template(gen->cfg);
+  if (!tpl)
+    return tpl.error();
+  gen->tpl = std::move(*tpl);
+  const auto& c = gen->cfg;
+  if (!c.sandbox.notify.empty() && c.mediation_policy) {
+    const auto* landlock = gen->tpl.sandbox ? &gen->tpl.sandbox->landlock : nullptr;
+    gen->mediator = std::make_shared<syscall_mediator>(
+      c.mediation_policy, make_mediation_context(landlock, relay_port_of(c)));
+  }
+  return gen;
+}
+
 struct worker_slot {
   std::unique_ptr<worker_channel> ch;
+  std::shared_ptr<const pool_generation> gen; ///< what it was started from
   worker_state state = worker_state::starting;
   std::optional<pending_exec> current;
   uint32_t next_request_id = 1;
@@ -97,7 +129,13 @@ struct worker_slot {
 struct pool_state {
   static inline const char* name = "castellan.pool";
 
+  /// The config of the current generation: what new requests are admitted
+  /// under and new workers start from.
   pool_config cfg;
+  /// The config as given, before its policy: what each reload of the policy
+  /// is applied over.
+  pool_config base;
+  std::shared_ptr<pool_generation> gen; ///< the current generation
   std::map<uint64_t, worker_slot> workers;
   std::deque<uint64_t> idle;
   std::deque<pending_exec> queue;
@@ -114,7 +152,6 @@ struct pool_state {
   bool refill_scheduled = false;
   bool shutting_down = false;
   std::string last_spawn_error;
-  worker_template tpl; ///< what every worker starts from (prepared once)
   // Declared last, destroyed first: the thread is joined before the worker
   // fds it polls are closed.
   std::unique_ptr<worker_event_source> events;
@@ -204,7 +241,8 @@ void schedule_refill(pool_ptr self);
 void spawn_one(pool_ptr self) {
   auto& st = self->state;
   const uint64_t id = st.next_worker_id++;
-  auto ch = worker_channel::start(id, st.cfg, st.tpl);
+  const auto& gen = st.gen;
+  auto ch = worker_channel::start(id, gen->cfg, gen->tpl);
   if (!ch) {
     st.last_spawn_error = ch.error().describe();
     ++st.spawn_failures;
@@ -214,14 +252,16 @@ void spawn_one(pool_ptr self) {
   }
   ++st.spawned;
   count(self, metric_names::worker_spawns);
-  st.events->watch(id, (*ch)->doorbell_fd(), (*ch)->pidfd(), (*ch)->control_fd());
+  st.events->watch(id, (*ch)->doorbell_fd(), (*ch)->pidfd(), (*ch)->control_fd(),
+                   gen->mediator);
   auto& slot = st.workers[id];
   slot.ch = std::move(*ch);
+  slot.gen = gen;
   // egress: the proxy serves the connections that arrive on this worker's socket.
-  if (auto link = slot.ch->take_egress_link(); link && st.cfg.proxy)
-    self->send(st.cfg.proxy,
+  if (auto link = slot.ch->take_egress_link(); link && gen->cfg.proxy)
+    self->send(gen->cfg.proxy,
                egress_link{st.cfg.name, id, std::make_shared<unique_fd>(std::move(link)),
-                           policy_snapshot{st.cfg.egress_policy}, slot.ch->exec_marker()});
+                           policy_snapshot{gen->cfg.egress_policy}, slot.ch->exec_marker()});
   publish(self, id, slot);
 }
 
@@ -400,6 +440,64 @@ std::string with_tightening(const std::string& enforcement, const std::string& r
   return merged.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
+/// Why a worker of generation `old` is replaced.
+std::string superseded(const pool_state& st, const pool_generation& old) {
+  const auto& now = st.gen->cfg.policy;
+  return "policy " + (now ? now->name() + " revision " + std::to_string(now->revision())
+                          : std::string("reload")) +
+         " replaced the one it started under (generation " + std::to_string(old.number) + ")";
+}
+
+/// Audits a revision of the pool's policy the pool could not take.
+void reject_reload(pool_ptr self, const policy_updated& u, const std::string& why) {
+  auto& st = self->state;
+  spdlog::error("pool {}: policy {} revision {} not applied: {}", st.cfg.name, u.policy_name,
+                u.revision, why);
+  if (st.cfg.audit)
+    post_audit(self, st.cfg.audit, st.cfg.audit_backlog,
+               policy_rejection{u.policy_name, u.path,
+                                {"pool " + st.cfg.name + ": revision " +
+                                 std::to_string(u.revision) + " not applied: " + why},
+                                now_ns()});
+}
+
+/// A newer revision of the pool's policy: workers started from now on run
+/// under it. Idle and starting workers of older generations are replaced at
+/// once; running ones finish their exec first (complete()).
+void on_policy_updated(pool_ptr self, policy_updated& u) {
+  auto& st = self->state;
+  const auto& current = st.gen->cfg.policy;
+  if (st.shutting_down || !current || u.policy_name != current->name() || !u.snapshot ||
+      u.revision <= current->revision())
+    return;
+  auto applied = pool_config_under(st.base, u.snapshot.policy);
+  if (applied)
+    applied = resolve_pool_config(std::move(*applied));
+  if (!applied) {
+    reject_reload(self, u, applied.error().describe());
+    return;
+  }
+  // The egress relay needs the proxy, which the supervisor gives a pool
+  // that follows a policy; a pool spawned without one cannot take network.
+  if (applied->egress_policy && !applied->proxy) {
+    reject_reload(self, u, "the policy allows network, and this pool has no egress proxy");
+    return;
+  }
+  auto gen = make_generation(std::move(*applied), st.gen->number + 1);
+  if (!gen) {
+    reject_reload(self, u, gen.error().describe());
+    return;
+  }
+  st.gen = std::move(*gen);
+  st.cfg = st.gen->cfg;
+  spdlog::info("pool {}: policy {} revision {} in force (generation {})", st.cfg.name,
+               u.policy_name, u.revision, st.gen->number);
+  for (auto& [id, slot] : st.workers)
+    if (slot.gen != st.gen && !slot.current && !slot.killed)
+      terminate(self, id, slot, error_class::ok, 0, superseded(st, *slot.gen));
+  refill(self);
+}
+
 /// A worker finished its exec: back to the idle queue, or retired.
 void complete(pool_ptr self, uint64_t id, worker_slot& slot) {
   slot.ch->set_exec(0);
@@ -409,13 +507,14 @@ void complete(pool_ptr self, uint64_t id, worker_slot& slot) {
   // The OOM killer may have taken a process of the exec (the fork-mode
   // child, or one the code started) while the harness lived to report.
   const bool oom = slot.ch->oom_killed();
+  const auto& started_under = slot.gen->cfg;
   if (oom) {
     r.error = error_class::oom;
     r.detail = "out of memory: the cgroup's memory limit (" +
-               std::to_string(self->state.cfg.limits.memory_bytes) + " bytes) was hit";
-  } else if (self->state.cfg.isolation != platform::isolation_mode::none) {
+               std::to_string(started_under.limits.memory_bytes) + " bytes) was hit";
+  } else if (started_under.isolation != platform::isolation_mode::none) {
     const auto& argv = slot.current->req.argv;
-    const auto& sandbox = self->state.cfg.sandbox;
+    const auto& sandbox = started_under.sandbox;
     r.detail = slot.current->exec_error
                  ? explain_exec_error(argv, *slot.current->exec_error, sandbox)
                  : explain_nested_refused_exec(argv, r.exit_code, r.stderr_data, sandbox);
@@ -440,6 +539,11 @@ void complete(pool_ptr self, uint64_t id, worker_slot& slot) {
   }
   if (oom) {
     terminate(self, id, slot, error_class::ok, 0, "replaced after an out-of-memory kill");
+    return;
+  }
+  // Its policy was reloaded while it ran: the next exec runs under the new one.
+  if (slot.gen != st.gen) {
+    terminate(self, id, slot, error_class::ok, 0, superseded(st, *slot.gen));
     return;
   }
   // Fork mode: what the exec left (a process, a file it cannot remove) could
@@ -725,32 +829,33 @@ pool_status make_status(pool_ptr self) {
   }
   s.queued = static_cast<uint32_t>(st.queue.size());
   s.queue_limit = st.cfg.queue_limit;
+  if (const auto& p = st.cfg.policy) {
+    s.policy = p->name();
+    s.policy_revision = p->revision();
+  }
   s.spawned = st.spawned;
   s.completed = st.completed;
   s.lost = st.lost;
   return s;
 }
 
-pool_internal_actor::behavior_type pool_impl(pool_ptr self, pool_config cfg) {
+pool_internal_actor::behavior_type pool_impl(pool_ptr self, pool_config base,
+                                             pool_config applied) {
   auto& st = self->state;
-  st.cfg = std::move(cfg);
-  auto tpl = prepare_worker_template(st.cfg);
-  const bool mediated = !st.cfg.sandbox.notify.empty();
-  const uint16_t relay_port = relay_port_of(st.cfg);
-  auto events =
-    tpl ? worker_event_source::start(
-            caf::actor_cast<caf::strong_actor_ptr>(self),
-            mediated ? st.cfg.mediation_policy : nullptr,
-            mediated ? make_mediation_context(tpl->sandbox ? &tpl->sandbox->landlock : nullptr,
-                                              relay_port)
-                     : mediation_context{})
-        : outcome<std::unique_ptr<worker_event_source>>(tpl.error());
+  st.base = std::move(base);
+  st.cfg = applied;
+  auto gen = make_generation(std::move(applied), 1);
+  auto events = gen ? worker_event_source::start(caf::actor_cast<caf::strong_actor_ptr>(self))
+                    : outcome<std::unique_ptr<worker_event_source>>(gen.error());
   if (events) {
-    st.tpl = std::move(*tpl);
+    st.gen = std::move(*gen);
     st.events = std::move(*events);
     refill(self);
     if (st.cfg.telemetry)
       self->send(self, gauge_tick_atom::value);
+    // Reloads of the policy arrive as policy_updated (internal messages).
+    if (st.base.policies && st.cfg.policy)
+      self->send(st.base.policies, subscribe_atom::value, caf::actor_cast<caf::actor>(self));
   } else {
     // Without its worker template no worker can start, and without its
     // event source the pool can never hear from one: quit before the first
@@ -872,6 +977,10 @@ pool_internal_actor::behavior_type pool_impl(pool_ptr self, pool_config cfg) {
       self->state.refill_scheduled = false;
       refill(self);
     },
+    [=](policy_updated& u) { on_policy_updated(self, u); },
+    // A file the policy actor refused: the revision in force stays (the
+    // supervisor audits the refusal once for every pool).
+    [=](const policy_rejected&) {},
     [=](shutdown_atom) {
       auto& s = self->state;
       s.shutting_down = true;
@@ -882,6 +991,8 @@ pool_internal_actor::behavior_type pool_impl(pool_ptr self, pool_config cfg) {
       for (auto& [id, slot] : s.workers)
         terminate(self, id, slot, error_class::worker_lost, refused_exit_code,
                   "pool " + s.cfg.name + " shut down");
+      if (s.base.policies)
+        self->send(s.base.policies, unsubscribe_atom::value, caf::actor_cast<caf::actor>(self));
       self->quit();
     },
   };
@@ -943,12 +1054,29 @@ outcome<pool_config> resolve_pool_config(pool_config cfg) {
   return cfg;
 }
 
+outcome<pool_config> pool_config_under(const pool_config& base,
+                                       const std::shared_ptr<const policy::compiled_policy>& policy) {
+  pool_config cfg = base;
+  if (!policy)
+    return cfg;
+  cfg.policy = policy;
+  cfg.policy_name = policy->name();
+  if (auto ok = apply_policy(policy, cfg); !ok)
+    return ok.error().wrap("pool " + base.name);
+  return cfg;
+}
+
 outcome<pool_actor> spawn_pool(caf::actor_system& sys, pool_config cfg) {
-  auto resolved = resolve_pool_config(std::move(cfg));
-  if (!resolved)
-    return resolved.error();
+  auto base = resolve_pool_config(std::move(cfg));
+  if (!base)
+    return base.error();
+  auto applied = pool_config_under(*base, base->policy);
+  if (applied)
+    applied = resolve_pool_config(std::move(*applied));
+  if (!applied)
+    return applied.error();
   // Clients get the public interface only.
-  return pool_actor{sys.spawn(pool_impl, std::move(*resolved))};
+  return pool_actor{sys.spawn(pool_impl, std::move(*base), std::move(*applied))};
 }
 
 } // namespace castellan

@@ -19,6 +19,7 @@
 #include "actors/messages.hpp"
 #include "actors/telemetry/telemetry_actor.hpp"
 #include "actors/policy/engine/compiled_policy.hpp"
+#include "actors/policy/policy_actor.hpp"
 #include "actors/pool/sandbox_profile.hpp"
 #include "actors/proxy/proxy_actor.hpp"
 #include "ipc/result.hpp"
@@ -115,6 +116,23 @@ struct pool_config {
   std::shared_ptr<const policy::compiled_policy> mediation_policy;
   /// Events kept in one exec's result; beyond it they go to audit only.
   uint32_t events_limit = 256;
+
+  // -- the pool's policy (actors/policy) ---------------------------------------
+  /// The policy spawn_pool applies over the rest of this config (apply_policy),
+  /// and the pool again over the same config at each reload announced by
+  /// `policies`. Null: the config is used as given (a caller that applied a
+  /// policy itself, or a pool without one).
+  std::shared_ptr<const policy::compiled_policy> policy;
+  /// Announces reloads of `policy` (by its name). The pool applies each newer
+  /// revision to the workers it starts from then on; a worker running an exec
+  /// finishes it under the policy it started with and is then replaced. A
+  /// revision the pool cannot apply keeps the one in force and is audited as
+  /// policy_rejected. Null: the policy never changes.
+  policy_actor policies;
+  /// The name of a policy of the supervisor's policy directory
+  /// (supervisor_config::policies): the supervisor sets `policy` and
+  /// `policies` from it. Empty: none.
+  std::string named_policy;
 };
 
 /// The port of the egress relay every sandboxed worker of `cfg` gets
@@ -124,6 +142,11 @@ uint16_t relay_port_of(const pool_config& cfg);
 /// Fills in the worker binary and harness from the install layout when they
 /// are empty, and checks every file and number the pool depends on.
 outcome<pool_config> resolve_pool_config(pool_config cfg);
+
+/// `base` with `policy` applied over it (apply_policy), named after the policy
+/// (`policy_name`); `base` as given when `policy` is null.
+outcome<pool_config> pool_config_under(const pool_config& base,
+                                       const std::shared_ptr<const policy::compiled_policy>& policy);
 
 /// Spawns a pool after checking that its worker binary, harness and
 /// interpreter exist. Its workers start in the background; requests that

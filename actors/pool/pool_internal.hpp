@@ -27,6 +27,9 @@ using pool_internal_actor = pool_actor::extend<
   // From the pool itself: retry starting workers after a failure.
   caf::reacts_to<refill_atom>,
   // From the pool itself: publish the gauges (occupancy, ring fill) to telemetry.
-  caf::reacts_to<gauge_tick_atom>>;
+  caf::reacts_to<gauge_tick_atom>,
+  // From the policy actor, which the pool subscribes to when it follows its
+  // policy (pool_config::policies): a newer revision, or a refused file.
+  caf::reacts_to<policy_updated>, caf::reacts_to<policy_rejected>>;
 
 } // namespace castellan

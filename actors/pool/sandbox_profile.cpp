@@ -147,6 +147,23 @@ bool exists(const std::string& path) {
 } // namespace
 
 outcome<void> apply_policy(const policy::policy_document& doc, pool_config& cfg) {
+  // Named as its file is (without ".json"); decisions and audit use the name.
+  std::string name = base_of(doc.source);
+  if (name.size() > 5 && name.compare(name.size() - 5, 5, ".json") == 0)
+    name.resize(name.size() - 5);
+  auto compiled = policy::compiled_policy::compile(doc, name.empty() ? cfg.policy_name : name);
+  const bool mediated = !notify_spec_for(doc).empty();
+  if (auto ok = apply_policy(compiled, cfg); !ok)
+    return ok;
+  // A policy the supervisor decides nothing for keeps the caller's name.
+  if (mediated)
+    cfg.policy_name = compiled->name();
+  return {};
+}
+
+outcome<void> apply_policy(const std::shared_ptr<const policy::compiled_policy>& compiled,
+                           pool_config& cfg) {
+  const auto& doc = compiled->document();
   const std::string what = "policy " + doc.source;
   auto& sb = cfg.sandbox;
   if (doc.plugins.namespaces && !doc.plugins.namespaces->enabled)
@@ -172,7 +189,7 @@ outcome<void> apply_policy(const policy::policy_document& doc, pool_config& cfg)
       sb.deny_syscalls.push_back(name);
 
   // fs: every tree of the root gets the rights the policy allows there.
-  sb.fs_policy = policy::compiled_policy::compile(doc, doc.source);
+  sb.fs_policy = compiled;
   // fs: allow rules outside the default root become binds with their rights.
   for (const auto& rule : doc.fs_rules) {
     if (rule.verdict == policy::action::deny || in_default_root(rule.path))
@@ -232,20 +249,15 @@ outcome<void> apply_policy(const policy::policy_document& doc, pool_config& cfg)
   // net: a policy that can allow any TCP connection gets the egress relay
   // and proxy; the proxy decides each connection with this compiled copy.
   if (allows_network(doc))
-    cfg.egress_policy = policy::compiled_policy::compile(doc, doc.source);
+    cfg.egress_policy = compiled;
   // A policy that denies everything on the sandbox's own addresses gets no
   // loopback at all (sandbox_net_rights.hpp).
   sb.loopback = loopback_for(doc);
   // Decisions the static layers cannot take: seccomp user notification,
   // decided by the pool's event source with this policy compiled.
   sb.notify = notify_spec_for(doc);
-  if (!sb.notify.empty()) {
-    std::string name = base_of(doc.source);
-    if (name.size() > 5 && name.compare(name.size() - 5, 5, ".json") == 0)
-      name.resize(name.size() - 5);
-    cfg.policy_name = name.empty() ? cfg.policy_name : name;
-    cfg.mediation_policy = policy::compiled_policy::compile(doc, cfg.policy_name);
-  }
+  if (!sb.notify.empty())
+    cfg.mediation_policy = compiled;
 
   // limits
   const auto& l = doc.limits;

@@ -83,6 +83,12 @@ outcome<platform::sandbox_spec> make_sandbox_spec(const sandbox_profile& profile
 /// allows network (allows_network) → `cfg.egress_policy`.
 outcome<void> apply_policy(const policy::policy_document& doc, pool_config& cfg);
 
+/// The same for a policy compiled already (a policy actor's snapshot): every
+/// part of the pool that decides with the policy shares `compiled`. The
+/// pool's policy_name stays the caller's.
+outcome<void> apply_policy(const std::shared_ptr<const policy::compiled_policy>& compiled,
+                           pool_config& cfg);
+
 /// True when an fs rule on `path` (a pattern) is inside what the default
 /// root already provides (/usr, /etc, /tmp, /dev, … or "/" itself): such a
 /// rule changes Landlock rights, it never binds a host path.

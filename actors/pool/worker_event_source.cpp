@@ -48,9 +48,7 @@ bool readable_now(int fd) noexcept {
 } // namespace
 
 outcome<std::unique_ptr<worker_event_source>>
-worker_event_source::start(caf::strong_actor_ptr pool,
-                           std::shared_ptr<const policy::compiled_policy> policy,
-                           mediation_context context) {
+worker_event_source::start(caf::strong_actor_ptr pool) {
   // Two polls per worker plus the wake poll and removals: 256 slots cover a
   // large pool; the SQ is flushed when it fills anyway.
   // A ring that defers its task work to this source's thread: io_uring
@@ -63,8 +61,7 @@ worker_event_source::start(caf::strong_actor_ptr pool,
   if (!wake)
     return wake.error().wrap("pool event source");
   std::unique_ptr<worker_event_source> src(new worker_event_source(
-    caf::actor_cast<caf::weak_actor_ptr>(pool), std::move(*ring), std::move(*wake),
-    std::move(policy), std::move(context)));
+    caf::actor_cast<caf::weak_actor_ptr>(pool), std::move(*ring), std::move(*wake)));
   src->arm_wake(); // submitted by the thread's first wait
   // The thread must become the ring's submitter before anything else; the
   // pool learns here, not from a silent thread, if it cannot.
@@ -81,19 +78,19 @@ worker_event_source::start(caf::strong_actor_ptr pool,
       return;
     }
     adopted.set_value(std::nullopt); // `adopted` is not touched again
-    if (s->mediator_)
-      s->mediator_->answer_fds_in_one_step(s->ring_.defers_task_work());
     // This thread opens, creates and removes files for workers
     // (syscall_mediator): it must not carry the supervisor's supplementary
     // groups into those checks. The raw call changes this thread only
     // (glibc's setgroups changes all).
-    if (s->mediator_ && ::geteuid() == 0)
+    // (Done whether or not the pool's policy has it decide anything yet: a
+    // reload may bring the first mediated worker.)
+    if (::geteuid() == 0)
       (void)::syscall(SYS_setgroups, 0, nullptr);
     // Nor any effective capability: what it does for a worker is checked
     // as the worker's own call; its own steps raise what they need
     // (mediation_privileges.hpp). A thread that keeps them decides nothing
     // (each call answers EPERM).
-    if (s->mediator_ && !mediation::drop_effective_for_good())
+    if (!mediation::drop_effective_for_good())
       spdlog::error("pool event source: cannot empty its effective capabilities");
     s->run();
   });
@@ -105,13 +102,8 @@ worker_event_source::start(caf::strong_actor_ptr pool,
 }
 
 worker_event_source::worker_event_source(caf::weak_actor_ptr pool, platform::uring ring,
-                                         ipc::doorbell wake,
-                                         std::shared_ptr<const policy::compiled_policy> policy,
-                                         mediation_context context)
-  : pool_(std::move(pool)), ring_(std::move(ring)), wake_(std::move(wake)) {
-  if (policy)
-    mediator_.emplace(std::move(policy), std::move(context));
-}
+                                         ipc::doorbell wake)
+  : pool_(std::move(pool)), ring_(std::move(ring)), wake_(std::move(wake)) {}
 
 worker_event_source::~worker_event_source() {
   if (thread_.joinable()) {
@@ -120,8 +112,11 @@ worker_event_source::~worker_event_source() {
   }
 }
 
-void worker_event_source::watch(uint64_t id, int doorbell_fd, int pidfd, int control_fd) {
-  post({command::kind::watch, id, doorbell_fd, pidfd, control_fd});
+void worker_event_source::watch(uint64_t id, int doorbell_fd, int pidfd, int control_fd,
+                                std::shared_ptr<syscall_mediator> mediator) {
+  command cmd{command::kind::watch, id, doorbell_fd, pidfd, control_fd};
+  cmd.mediator = std::move(mediator);
+  post(std::move(cmd));
 }
 
 void worker_event_source::unwatch(uint64_t id) {
@@ -223,16 +218,17 @@ void worker_event_source::on_control(uint64_t id, watched& w) {
 
 void worker_event_source::on_notify(uint64_t id, watched& w) {
   auto& m = w.mediated;
-  if (!m.listener || !mediator_)
+  if (!m.listener || !w.mediator)
     return;
+  auto& mediator = *w.mediator;
   // Look before every receive, the first included: a completion may report
   // a notification an earlier loop has already handled, and a receive with
   // none pending would block this thread.
   while (!m.killed && readable_now(m.listener->fd())) {
-    auto r = mediator_->handle(m);
+    auto r = mediator.handle(m);
     if (!r)
       continue;
-    const std::string& policy = mediator_->policy().name();
+    const std::string& policy = mediator.policy().name();
     switch (r->what) {
       case mediation_result::outcome::deny:
         tell_pool(syscall_denied{id, policy, r->errno_value, std::move(r->event)});
@@ -257,10 +253,14 @@ void worker_event_source::apply(const command& cmd, bool& running) {
       w.mediated.id = cmd.id;
       w.mediated.pidfd = cmd.pidfd;
       w.mediated.control_fd = cmd.control_fd;
+      w.mediator = cmd.mediator;
       arm_doorbell(cmd.id, cmd.doorbell_fd);
       arm_pidfd(cmd.id, cmd.pidfd);
-      if (cmd.control_fd >= 0 && mediator_)
+      if (cmd.control_fd >= 0 && w.mediator) {
+        // Set on this thread, the only one that uses the mediator.
+        w.mediator->answer_fds_in_one_step(ring_.defers_task_work());
         arm_control(cmd.id, cmd.control_fd);
+      }
       break;
     }
     case command::kind::unwatch: {

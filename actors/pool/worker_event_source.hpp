@@ -29,13 +29,7 @@ class worker_event_source {
 public:
   /// Starts the thread. Events go to `pool` (held weakly: the source never
   /// keeps the pool alive).
-  /// `policy` decides the seccomp notifications of the workers that send a
-  /// listener (null: no worker does), with what `context` says of their
-  /// sandbox (make_mediation_context).
-  static outcome<std::unique_ptr<worker_event_source>>
-  start(caf::strong_actor_ptr pool,
-        std::shared_ptr<const policy::compiled_policy> policy = nullptr,
-        mediation_context context = {});
+  static outcome<std::unique_ptr<worker_event_source>> start(caf::strong_actor_ptr pool);
 
   worker_event_source(const worker_event_source&) = delete;
   worker_event_source& operator=(const worker_event_source&) = delete;
@@ -48,9 +42,13 @@ public:
   /// until `unwatch(id)`; thread-safe.
   /// `control_fd` (-1: none) is the worker's control socket: the thread
   /// takes the worker's seccomp listener there, then decides every
-  /// notification on it (syscall_mediator.hpp) and tells the pool about
-  /// denials, warnings and optimistic kills.
-  void watch(uint64_t id, int doorbell_fd, int pidfd, int control_fd = -1);
+  /// notification on it with `mediator` (syscall_mediator.hpp) and tells
+  /// the pool about denials, warnings and optimistic kills. Workers started
+  /// under different revisions of a policy have different mediators. From
+  /// this call on only the thread uses `mediator`: its caller keeps at most
+  /// a reference it never calls through.
+  void watch(uint64_t id, int doorbell_fd, int pidfd, int control_fd = -1,
+             std::shared_ptr<syscall_mediator> mediator = nullptr);
 
   /// Stops watching worker `id`; thread-safe. Events already in flight may
   /// still arrive: the pool ignores ids it no longer knows (ids are never reused).
@@ -77,12 +75,14 @@ private:
     int control_fd;
     uint64_t serial = 0;
     int64_t when_ns = 0; ///< arm: CLOCK_MONOTONIC
+    std::shared_ptr<syscall_mediator> mediator = nullptr; ///< watch: decides its notifications
   };
 
   /// What the thread keeps per worker.
   struct watched {
     int doorbell_fd = -1;
     mediated_worker mediated; ///< pidfd, control fd, listener once received
+    std::shared_ptr<syscall_mediator> mediator; ///< null: none of its calls is decided here
   };
 
   /// An armed deadline. The timespec is read by the kernel when the SQE is
@@ -92,9 +92,7 @@ private:
     __kernel_timespec when;
   };
 
-  worker_event_source(caf::weak_actor_ptr pool, platform::uring ring, ipc::doorbell wake,
-                      std::shared_ptr<const policy::compiled_policy> policy,
-                      mediation_context context);
+  worker_event_source(caf::weak_actor_ptr pool, platform::uring ring, ipc::doorbell wake);
   void post(command cmd, bool wake = true);
   void run();
   void apply(const command& cmd, bool& running);
@@ -117,7 +115,6 @@ private:
   std::thread thread_;
   /// The workers, touched only by the thread.
   std::map<uint64_t, watched> workers_;
-  std::optional<syscall_mediator> mediator_; ///< only with a policy; only the thread uses it
   /// Armed deadlines by dispatch serial, touched only by the thread.
   std::map<uint64_t, deadline_timer> deadlines_;
 };

@@ -129,6 +129,10 @@ pool_config policy_pool_template(const pool_config& default_pool, const policy_p
   t.egress_policy = nullptr;
   t.mediation_policy = nullptr;
   t.proxy = nullptr;
+  // A request policy's pool runs under that policy alone.
+  t.policy = nullptr;
+  t.policies = nullptr;
+  t.named_policy.clear();
   t.name.clear();
   t.policy_name.clear();
   if (cfg.pool_size != 0)

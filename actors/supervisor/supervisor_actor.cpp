@@ -48,6 +48,7 @@ struct supervisor_state {
   telemetry_actor telemetry;
   audit_actor audit; ///< null when nothing is audited
   proxy_actor proxy; ///< null when no pool allows network
+  policy_actor policies; ///< null without a policy directory
   std::shared_ptr<audit_pressure> pressure;
   proxy::egress_limits egress;
   uint64_t next_exec_id = 1;
@@ -75,7 +76,8 @@ bool start_pool(supervisor_ptr self, pool_entry& entry) {
   entry.cfg.telemetry = st.telemetry;
   entry.cfg.audit = st.audit;
   entry.cfg.audit_backlog = st.pressure;
-  if (entry.cfg.egress_policy) {
+  // A pool that follows a policy may be given network by a reload.
+  if (entry.cfg.egress_policy || entry.cfg.policies) {
     // A request policy's pool may be the first to need the proxy.
     if (!st.proxy)
       st.proxy = spawn_proxy(self->system(),
@@ -189,6 +191,7 @@ struct observers {
   audit_actor audit;
   std::shared_ptr<audit_pressure> pressure;
   proxy_actor proxy;
+  policy_actor policies;
 };
 
 /// Where a request with a request policy goes.
@@ -304,6 +307,7 @@ supervisor_internal_actor::behavior_type supervisor_impl(supervisor_ptr self, su
   st.audit = obs.audit;
   st.proxy = obs.proxy;
   st.pressure = obs.pressure;
+  st.policies = obs.policies;
   st.egress = cfg.egress;
   st.policy_cfg = cfg.policy_pools;
   st.policy_template = policy_pool_template(cfg.pools.front(), st.policy_cfg);
@@ -315,6 +319,8 @@ supervisor_internal_actor::behavior_type supervisor_impl(supervisor_ptr self, su
     start_pool(self, entry);
   }
   self->set_down_handler([=](caf::down_msg& msg) { on_down(self, msg); });
+  if (st.policies)
+    self->send(st.policies, subscribe_atom::value, caf::actor_cast<caf::actor>(self));
   return {
     [=](exec_atom, exec_request& req) -> caf::result<exec_result> {
       auto& s = self->state;
@@ -480,6 +486,8 @@ supervisor_internal_actor::behavior_type supervisor_impl(supervisor_ptr self, su
       auto stop = [=] {
         if (self->state.proxy)
           self->send(self->state.proxy, shutdown_atom::value);
+        if (self->state.policies)
+          self->send_exit(self->state.policies, caf::exit_reason::user_shutdown);
         if (self->state.audit)
           self->send_exit(self->state.audit, caf::exit_reason::user_shutdown);
         self->send_exit(self->state.telemetry, caf::exit_reason::user_shutdown);
@@ -494,6 +502,16 @@ supervisor_internal_actor::behavior_type supervisor_impl(supervisor_ptr self, su
       self->request(s.audit, std::chrono::seconds(30), audit_flush_atom::value)
         .then([=](audit_stats&) { stop(); }, [=](caf::error&) { stop(); });
     },
+    [=](const policy_updated& u) {
+      spdlog::info("supervisor: policy {} revision {} loaded from {}", u.policy_name, u.revision,
+                   u.path);
+    },
+    [=](const policy_rejected& r) {
+      spdlog::error("supervisor: policy {} refused ({}): {}", r.policy_name, r.path,
+                    r.errors.empty() ? std::string("no reason given") : r.errors.front());
+      if (self->state.audit)
+        post_audit(self, self->state.audit, self->state.pressure, make_policy_rejection(r));
+    },
     [=](pool_idle_atom, const std::string& name, uint64_t generation) {
       auto& s = self->state;
       auto it = s.pools.find(name);
@@ -506,37 +524,88 @@ supervisor_internal_actor::behavior_type supervisor_impl(supervisor_ptr self, su
   };
 }
 
+/// Spawns the policy actor of `cfg.policies` (none without it) and gives each
+/// pool that names a policy its current snapshot and the actor to follow.
+outcome<policy_actor> resolve_named_policies(caf::actor_system& sys, supervisor_config& cfg) {
+  if (!cfg.policies) {
+    for (const auto& pc : cfg.pools)
+      if (!pc.named_policy.empty())
+        return logic_failure("supervisor: pool " + pc.name + " names policy '" +
+                             pc.named_policy + "', and no policy directory is configured");
+    return policy_actor{};
+  }
+  auto policies = spawn_policy(sys, *cfg.policies);
+  if (!policies)
+    return logic_failure("supervisor: policies: " + sys.render(policies.error()));
+  caf::scoped_actor ask{sys};
+  for (auto& pc : cfg.pools) {
+    if (pc.named_policy.empty())
+      continue;
+    std::string why;
+    ask->request(*policies, std::chrono::seconds(30), policy_get_atom::value, pc.named_policy)
+      .receive([&](policy_snapshot& snap) { pc.policy = std::move(snap.policy); },
+               [&](caf::error& err) { why = sys.render(err); });
+    if (!why.empty() || !pc.policy) {
+      caf::anon_send_exit(*policies, caf::exit_reason::user_shutdown);
+      return logic_failure("supervisor: pool " + pc.name + ": policy '" + pc.named_policy +
+                           "': " + (why.empty() ? "no snapshot" : why));
+    }
+    pc.policies = *policies;
+  }
+  return *policies;
+}
+
 } // namespace
 
 outcome<supervisor_actor> spawn_supervisor(caf::actor_system& sys, supervisor_config cfg) {
   if (cfg.pools.empty())
     return logic_failure("supervisor: no pools configured");
+  observers obs;
+  if (auto named = resolve_named_policies(sys, cfg); named)
+    obs.policies = std::move(*named);
+  else
+    return named.error();
+  // Until the supervisor runs, a failure below stops the policy actor here.
+  auto stop_policies = [&] {
+    if (obs.policies)
+      caf::anon_send_exit(obs.policies, caf::exit_reason::user_shutdown);
+  };
   std::set<std::string> names;
   for (auto& pc : cfg.pools) {
-    if (pc.name.empty() || !names.insert(pc.name).second)
+    if (pc.name.empty() || !names.insert(pc.name).second) {
+      stop_policies();
       return logic_failure("supervisor: pool name '" + pc.name + "' is empty or used twice");
+    }
     // Resolve and check each pool's files now, so that a misconfiguration is
     // an error for the caller rather than a log line from a background actor.
     auto resolved = resolve_pool_config(std::move(pc));
-    if (!resolved)
-      return resolved.error().wrap("supervisor");
+    auto applied = resolved ? pool_config_under(*resolved, resolved->policy) : resolved;
+    if (applied)
+      applied = resolve_pool_config(std::move(*applied));
+    if (!applied) {
+      stop_policies();
+      return applied.error().wrap("supervisor");
+    }
     pc = std::move(*resolved);
   }
   for (const auto& root : cfg.policy_pools.bindable_paths)
     if (root.empty() || root.front() != '/' || (root.size() > 1 && root.back() == '/') ||
         root.find("/./") != std::string::npos || root.find("/../") != std::string::npos ||
         root.find("//") != std::string::npos || root.find_first_of("*?[") != std::string::npos)
-      return logic_failure("supervisor: policy_pools.bindable_paths: '" + root +
+      return stop_policies(),
+             logic_failure("supervisor: policy_pools.bindable_paths: '" + root +
                            "' is not a normalised absolute path without globs");
-  if (cfg.policy_pools.idle_timeout_ms == 0)
+  if (cfg.policy_pools.idle_timeout_ms == 0) {
+    stop_policies();
     return logic_failure("supervisor: policy_pools.idle_timeout_ms must be at least 1");
-  observers obs;
+  }
   obs.telemetry = spawn_telemetry(sys);
   if (cfg.audit) {
     obs.pressure = std::make_shared<audit_pressure>();
     auto audit = spawn_audit(sys, *cfg.audit, audit_links{obs.telemetry, obs.pressure});
     if (!audit) {
       caf::anon_send_exit(obs.telemetry, caf::exit_reason::user_shutdown);
+      stop_policies();
       return logic_failure("supervisor: audit: " + sys.render(audit.error()));
     }
     obs.audit = *audit;

@@ -56,7 +56,10 @@ using supervisor_internal_actor = supervisor_actor::extend<
   caf::reacts_to<worker_state_event>,
   // From the supervisor itself: the policy pool `name` may have been idle
   // since its use number `generation` (stopped if so).
-  caf::reacts_to<pool_idle_atom, std::string, uint64_t>>;
+  caf::reacts_to<pool_idle_atom, std::string, uint64_t>,
+  // From its policy actor: a policy file was (re)loaded, or refused (audited
+  // here, once; the pools that follow it keep the revision in force).
+  caf::reacts_to<policy_updated>, caf::reacts_to<policy_rejected>>;
 
 struct supervisor_config {
   /// The pools to run; the first one is the default route. Names must be
@@ -72,6 +75,11 @@ struct supervisor_config {
   /// such a policy may ask for, and the pools started for them from the
   /// default pool's settings (docs/policies.md, "Request policies").
   policy_pool_config policy_pools;
+  /// The policy directory the supervisor's policy actor serves: a pool that
+  /// names one of its policies (pool_config::named_policy) runs under it and
+  /// follows its reloads (with `watch`, as the files change). Without it, no
+  /// pool may name a policy.
+  std::optional<policy_config> policies;
 };
 
 /// Checks the configuration (and each pool's files) and spawns the supervisor

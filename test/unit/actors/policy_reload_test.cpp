@@ -1,0 +1,332 @@
+// A pool follows its policy file: an edit while execs run reaches new workers,
+// running execs finish under the revision they started with, and a broken
+// edit is refused, audited and changes nothing.
+
+#include <boost/test/unit_test.hpp>
+
+#include <poll.h>
+#include <stdlib.h>
+#include <sys/inotify.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "support/actor_system_fixture.hpp"
+#include "support/build_paths.hpp"
+
+using namespace castellan;
+using namespace std::chrono_literals;
+namespace fs = std::filesystem;
+
+namespace {
+
+/// A directory that exists only for one test.
+struct scratch_dir {
+  std::string path;
+  explicit scratch_dir(const char* pattern) {
+    std::string tmpl = pattern;
+    const char* p = ::mkdtemp(tmpl.data());
+    BOOST_REQUIRE(p != nullptr);
+    path = p;
+    ::chmod(p, 0755); // the sandbox's user reads what is bound from here
+  }
+  ~scratch_dir() {
+    std::error_code ec;
+    fs::remove_all(path, ec);
+  }
+};
+
+/// Replaces `path` as an editor does: the whole new text appears at once.
+void write_atomically(const std::string& path, const std::string& text) {
+  // Written beside the watched directory, then renamed into it: the watcher
+  // sees one rename, never a half-written file.
+  const fs::path dir = fs::path(path).parent_path();
+  const std::string next = (dir.parent_path() / ("." + dir.filename().string() + ".next")).string();
+  std::ofstream(next, std::ios::trunc) << text;
+  fs::rename(next, path);
+}
+
+/// `default` plus reading `readable`, and with `deny_tmp_write`, no writes
+/// to /tmp/denied (a rule only the supervisor can decide: a mediated pool).
+std::string policy_text(const std::string& readable, bool deny_tmp_write) {
+  auto rules = nlohmann::json::array();
+  if (!readable.empty())
+    rules.push_back({{"action", "allow"}, {"path", readable}, {"perms", {"read_file", "read_dir"}}});
+  if (deny_tmp_write)
+    rules.push_back(
+        {{"action", "deny"}, {"path", "/tmp/denied"}, {"perms", {"write_file", "make_reg"}}});
+  return nlohmann::json{{"version", 1}, {"extends", {"default"}}, {"fs", {{"rules", rules}}}}
+      .dump(2);
+}
+
+/// Waits until `log` has a line for which `match` is true (inotify on the
+/// file: woken by each write, not by a timer).
+nlohmann::json wait_for_record(const std::string& log, const std::function<bool(const nlohmann::json&)>& match,
+                               std::chrono::seconds limit) {
+  int in = ::inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
+  BOOST_REQUIRE(in >= 0);
+  BOOST_REQUIRE(::inotify_add_watch(in, log.c_str(), IN_MODIFY | IN_CLOSE_WRITE) >= 0);
+  const auto deadline = std::chrono::steady_clock::now() + limit;
+  for (;;) {
+    std::ifstream file(log);
+    for (std::string line; std::getline(file, line);) {
+      auto j = nlohmann::json::parse(line, nullptr, false);
+      if (j.is_object() && match(j)) {
+        ::close(in);
+        return j;
+      }
+    }
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0)
+      break;
+    pollfd p{in, POLLIN, 0};
+    if (::poll(&p, 1, static_cast<int>(left.count())) > 0) {
+      char buf[4096];
+      while (::read(in, buf, sizeof buf) > 0) {
+      }
+    }
+  }
+  ::close(in);
+  BOOST_FAIL("no matching record in " + log);
+  return {};
+}
+
+struct reload_fixture : test::actor_system_fixture {
+  scratch_dir policies{"/tmp/castellan-reload-policies-XXXXXX"};
+  scratch_dir data{"/var/tmp/castellan-reload-data-XXXXXX"};
+  std::string log = "/tmp/castellan-reload-audit-" + std::to_string(::getpid()) + ".jsonl";
+  supervisor_actor sup;
+
+  reload_fixture() {
+    fs::copy_file(test::source_dir() + "/policies/default.json", policies.path + "/default.json");
+    std::ofstream(data.path + "/secret.txt") << "alpha";
+    ::chmod((data.path + "/secret.txt").c_str(), 0644);
+  }
+  ~reload_fixture() {
+    if (sup) {
+      // Gone before the policy directory is: its watcher would report the
+      // removal.
+      self->monitor(sup);
+      self->send(sup, shutdown_atom::value);
+      bool down = false;
+      while (!down)
+        self->receive([&](caf::down_msg&) { down = true; }, [](exec_result&) {},
+                      [](worker_state_event&) {}, caf::after(60s) >> [&] { down = true; });
+    }
+    ::unlink(log.c_str());
+  }
+
+  std::string policy_file() const { return policies.path + "/p.json"; }
+
+  void start(uint32_t size) {
+    supervisor_config sc;
+    auto pc = test_pool(size);
+    pc.name = "reloading";
+    pc.named_policy = "p";
+    sc.pools.push_back(pc);
+    sc.policies = policy_config{policies.path, true};
+    audit_config audit;
+    audit.enabled = true;
+    audit.events = {"*"};
+    audit.file.path = log;
+    audit.file.fsync = fsync_policy::every_record;
+    sc.audit = audit;
+    auto s = spawn_supervisor(sys, sc);
+    BOOST_REQUIRE_MESSAGE(s, (s ? "" : s.error().describe()));
+    sup = *s;
+    self->send(sup, subscribe_atom::value, caf::actor_cast<worker_state_listener>(self));
+  }
+
+  pool_status status() {
+    pool_status out;
+    self->request(sup, 10s, status_atom::value)
+        .receive([&](std::vector<pool_status>& all) { out = all.at(0); },
+                 [&](caf::error& err) { BOOST_FAIL("status: " + sys.render(err)); });
+    return out;
+  }
+
+  /// Waits for a worker state event `pred` accepts; results that arrive in
+  /// between are kept in `results`.
+  worker_state_event wait_for(const std::function<bool(const worker_state_event&)>& pred) {
+    for (;;) {
+      worker_state_event got;
+      bool match = false;
+      self->receive([&](worker_state_event& ev) { match = pred(ev); got = std::move(ev); },
+                    [&](exec_result& r) { results.push_back(std::move(r)); },
+                    caf::after(60s) >> [] { BOOST_FAIL("no such worker state event"); });
+      if (match)
+        return got;
+    }
+  }
+
+  void wait_ready(uint32_t n) {
+    uint32_t seen = 0;
+    wait_for([&](const worker_state_event& ev) {
+      return ev.state == worker_state::ready && ++seen == n;
+    });
+  }
+
+  exec_result next_result() {
+    if (!results.empty()) {
+      auto r = std::move(results.front());
+      results.erase(results.begin());
+      return r;
+    }
+    std::optional<exec_result> out;
+    while (!out)
+      self->receive([&](exec_result& r) { out = std::move(r); },
+                    [](worker_state_event&) {}, // not waited for here
+                    caf::after(60s) >> [] { BOOST_FAIL("no exec result"); });
+    return std::move(*out);
+  }
+
+  std::vector<exec_result> results;
+};
+
+/// Reads the granted file, then writes /tmp/denied: what each says about
+/// the policy the exec runs under.
+std::string probe_code(const std::string& data_dir, bool wait_for_go) {
+  std::string code = "import os, time\n"
+                     "def read():\n"
+                     "    try:\n"
+                     "        return open('" + data_dir + "/secret.txt').read()\n"
+                     "    except OSError as e:\n"
+                     "        return type(e).__name__\n"
+                     "def write():\n"
+                     "    try:\n"
+                     "        with open('/tmp/denied', 'w') as f: f.write('x')\n"
+                     "        return 'wrote'\n"
+                     "    except OSError as e:\n"
+                     "        return type(e).__name__\n"
+                     "first = read()\n";
+  if (wait_for_go)
+    // The test creates `go` after the pool took the new revision.
+    code += "deadline = time.monotonic() + 60\n"
+            "while not os.path.exists('" + data_dir + "/go') and time.monotonic() < deadline:\n"
+            "    time.sleep(0.005)\n"
+            "print('go' if os.path.exists('" + data_dir + "/go') else 'no-go', end=' ')\n";
+  code += "print(first, read(), write())\n";
+  return code;
+}
+
+} // namespace
+
+BOOST_FIXTURE_TEST_SUITE(policy_reload_tests, reload_fixture)
+
+BOOST_AUTO_TEST_CASE(an_edit_reaches_new_execs_running_ones_finish_under_the_old_and_a_broken_one_is_refused) {
+  write_atomically(policy_file(), policy_text(data.path, false));
+  start(2);
+  wait_ready(2);
+  const auto before = status();
+  BOOST_TEST(before.policy == "p");
+  BOOST_REQUIRE(before.policy_revision > 0u);
+
+  // An exec under the first revision, still running when the edit lands.
+  exec_request long_req;
+  long_req.code = probe_code(data.path, true);
+  self->send(sup, exec_atom::value, long_req);
+  const auto running = wait_for([](const worker_state_event& ev) {
+    return ev.state == worker_state::running;
+  });
+
+  // The edit: the data directory is no longer granted, and writes to
+  // /tmp/denied are refused (by the supervisor, a decided call).
+  write_atomically(policy_file(), policy_text("", true));
+  // The idle worker of the old revision is replaced at once; the busy one
+  // is not touched.
+  const auto replaced = wait_for([&](const worker_state_event& ev) {
+    return ev.state == worker_state::stopped && ev.reason.find("replaced the one it started") !=
+                                                    std::string::npos;
+  });
+  BOOST_TEST(replaced.worker_id != running.worker_id);
+  const auto after = status();
+  BOOST_TEST(after.policy_revision > before.policy_revision);
+  BOOST_TEST(after.busy == 1u);
+
+  // The running exec finishes under the revision it started with.
+  std::ofstream(data.path + "/go") << "";
+  auto old_run = next_result();
+  BOOST_TEST((old_run.error == error_class::ok));
+  BOOST_TEST(old_run.worker_id == running.worker_id);
+  BOOST_TEST(old_run.stdout_data == "go alpha alpha wrote\n");
+  BOOST_TEST(old_run.events.empty());
+
+  // A new exec runs under the new revision: the directory is not there,
+  // and the write is refused with an event naming the rule.
+  exec_request fresh;
+  fresh.code = probe_code(data.path, false);
+  auto new_run = exec(sup, fresh);
+  BOOST_TEST((new_run.error == error_class::ok));
+  BOOST_TEST(new_run.worker_id != running.worker_id);
+  BOOST_TEST(new_run.stdout_data == "FileNotFoundError FileNotFoundError PermissionError\n");
+  BOOST_REQUIRE(!new_run.events.empty());
+  BOOST_TEST(new_run.events.front().kind == "syscall_denied");
+  BOOST_TEST(new_run.events.front().target == "/tmp/denied");
+
+  // A broken edit: refused, audited, and the revision in force stays.
+  std::ofstream(policy_file(), std::ios::trunc) << "{ \"version\": 1, \"fs\": ";
+  auto rejected = wait_for_record(
+      log, [](const nlohmann::json& j) { return j.value("kind", "") == "policy_rejected"; }, 60s);
+  BOOST_TEST(rejected.dump().find("p.json") != std::string::npos);
+  auto still = exec(sup, fresh);
+  BOOST_TEST(still.stdout_data == "FileNotFoundError FileNotFoundError PermissionError\n");
+  const auto last = status();
+  BOOST_TEST(last.policy_revision == after.policy_revision);
+
+  // Nothing was lost: every exec was answered, no worker died under one.
+  BOOST_TEST(last.lost == 0u);
+  BOOST_TEST(last.completed == 3u);
+}
+
+BOOST_AUTO_TEST_CASE(a_revision_the_pool_cannot_take_is_audited_and_the_old_one_stays) {
+  write_atomically(policy_file(), policy_text(data.path, false));
+  start(1);
+  wait_ready(1);
+  const auto before = status();
+  // Valid for the policy actor, but code of 64 MiB does not fit the largest
+  // ring a worker gets: the pool refuses this revision. (Without `extends`:
+  // a merge keeps the smaller limit of the two.)
+  write_atomically(policy_file(), R"({"version": 1, "limits": {"code_bytes": 67108864}})");
+  auto rejected = wait_for_record(
+      log,
+      [](const nlohmann::json& j) {
+        return j.value("kind", "") == "policy_rejected" &&
+               j.dump().find("not applied") != std::string::npos;
+      },
+      60s);
+  BOOST_TEST(rejected.dump().find("does not fit the ring") != std::string::npos);
+  BOOST_TEST(status().policy_revision == before.policy_revision);
+  exec_request req;
+  req.code = probe_code(data.path, false);
+  BOOST_TEST(exec(sup, req).stdout_data == "alpha alpha wrote\n");
+}
+
+BOOST_AUTO_TEST_CASE(a_pool_cannot_name_a_policy_the_directory_does_not_have) {
+  write_atomically(policy_file(), policy_text("", false));
+  supervisor_config sc;
+  auto pc = test_pool(1);
+  pc.named_policy = "absent";
+  sc.pools.push_back(pc);
+  sc.policies = policy_config{policies.path, false};
+  auto s = spawn_supervisor(sys, sc);
+  BOOST_REQUIRE(!s);
+  BOOST_TEST(s.error().describe().find("policy 'absent'") != std::string::npos);
+  sc.policies.reset();
+  sc.pools.front().named_policy = "p";
+  auto t = spawn_supervisor(sys, sc);
+  BOOST_REQUIRE(!t);
+  BOOST_TEST(t.error().describe().find("no policy directory") != std::string::npos);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
