@@ -263,7 +263,12 @@ caf::expected<policy_destination> route_request_policy(supervisor_ptr self, exec
   auto& rp = **resolved;
   req.policy_name = rp.name;
   const auto& pool = st.pools[target];
-  if (!pool.for_policy && req.argv.empty()) {
+  // A pool that follows its policy file may be under another revision than
+  // the one it started with, which its entry here does not know: comparing a
+  // request policy with it could find "the same" where the pool grants more.
+  // Such a request runs in a pool of its own.
+  const bool follows = pool.cfg.policy != nullptr;
+  if (!pool.for_policy && !follows && req.argv.empty()) {
     auto known = rp.routes.find(target);
     if (known == rp.routes.end()) {
       policy_route r;
@@ -310,7 +315,14 @@ supervisor_internal_actor::behavior_type supervisor_impl(supervisor_ptr self, su
   st.policies = obs.policies;
   st.egress = cfg.egress;
   st.policy_cfg = cfg.policy_pools;
-  st.policy_template = policy_pool_template(cfg.pools.front(), st.policy_cfg);
+  // Request policies are bounded by the default pool as its policy made it
+  // (at start: a later revision of a followed policy does not move the
+  // ceiling). spawn_supervisor checked that the policy applies.
+  {
+    auto applied = pool_config_under(cfg.pools.front(), cfg.pools.front().policy);
+    st.policy_template =
+      policy_pool_template(applied ? *applied : cfg.pools.front(), st.policy_cfg);
+  }
   st.policy_cache = std::make_unique<request_policy_cache>(st.policy_cfg.cache_size);
   for (auto& pc : cfg.pools) {
     st.order.push_back(pc.name);

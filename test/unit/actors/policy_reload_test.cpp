@@ -129,9 +129,11 @@ struct reload_fixture : test::actor_system_fixture {
 
   std::string policy_file() const { return policies.path + "/p.json"; }
 
-  void start(uint32_t size) {
+  void start(uint32_t size, const std::function<void(pool_config&)>& adjust = {}) {
     supervisor_config sc;
     auto pc = test_pool(size);
+    if (adjust)
+      adjust(pc);
     pc.name = "reloading";
     pc.named_policy = "p";
     sc.pools.push_back(pc);
@@ -310,6 +312,38 @@ BOOST_AUTO_TEST_CASE(a_revision_the_pool_cannot_take_is_audited_and_the_old_one_
   exec_request req;
   req.code = probe_code(data.path, false);
   BOOST_TEST(exec(sup, req).stdout_data == "alpha alpha wrote\n");
+}
+
+BOOST_AUTO_TEST_CASE(a_request_policy_never_shares_a_pool_that_follows_its_policy) {
+  // The pool's policy grants the data directory; the request's does not.
+  // Compared with the pool's config before its policy, the two would look
+  // the same: the request must run in a pool of its own, without the grant.
+  // Its config before the policy has the limits of `default` (a narrowed
+  // exec shares its worker's cgroup and ring) and a longer timeout, so the
+  // request's policy is narrower than that config: the route the supervisor
+  // would take for a pool that does not follow a policy.
+  write_atomically(policy_file(), policy_text(data.path, false));
+  start(1, [](pool_config& pc) {
+    pc.limits = platform::resource_limits{256ull << 20, 64, 100};
+    pc.code_limit = 1u << 20;
+    pc.ring_capacity = 2u << 20;
+    pc.stdout_limit = pc.stderr_limit = 1u << 20;
+    pc.default_timeout_ms = 600000;
+    pc.sandbox.loopback = false; // as `default` has it
+  });
+  wait_ready(1);
+  exec_request req;
+  req.code = probe_code(data.path, false);
+  BOOST_TEST(exec(sup, req).stdout_data == "alpha alpha wrote\n");
+  req.policy = R"({"version": 1, "extends": ["default"]})";
+  auto own = exec(sup, req);
+  BOOST_TEST(own.stdout_data == "FileNotFoundError FileNotFoundError wrote\n");
+  BOOST_TEST(own.worker_id != 0u);
+  std::vector<pool_status> all;
+  self->request(sup, 10s, status_atom::value)
+      .receive([&](std::vector<pool_status>& s) { all = s; },
+               [&](caf::error& err) { BOOST_FAIL("status: " + sys.render(err)); });
+  BOOST_TEST(all.size() == 2u); // the request policy's own pool beside it
 }
 
 BOOST_AUTO_TEST_CASE(a_pool_cannot_name_a_policy_the_directory_does_not_have) {
