@@ -90,6 +90,9 @@ struct pool_generation {
   worker_template tpl;
   /// Used by the event source thread only, once a worker is watched with it.
   std::shared_ptr<syscall_mediator> mediator;
+  /// A worker of it reached READY: a revision whose workers cannot start is
+  /// rolled back before that, never after.
+  bool proven = false;
 };
 
 /// Prepares generation `number` of a pool under `cfg` (a config its policy
@@ -136,6 +139,9 @@ struct pool_state {
   /// is applied over.
   pool_config base;
   std::shared_ptr<pool_generation> gen; ///< the current generation
+  /// The generation before a reload, until one worker of the new one is
+  /// ready: what the pool goes back to if none can start.
+  std::shared_ptr<pool_generation> previous;
   std::map<uint64_t, worker_slot> workers;
   std::deque<uint64_t> idle;
   std::deque<pending_exec> queue;
@@ -236,6 +242,7 @@ void refuse(pool_ptr self, pending_exec& p, error_class cls, std::string detail,
 }
 
 void schedule_refill(pool_ptr self);
+bool roll_back(pool_ptr self);
 
 /// Starts one worker in the background (it reports READY on its doorbell).
 void spawn_one(pool_ptr self) {
@@ -247,6 +254,8 @@ void spawn_one(pool_ptr self) {
     st.last_spawn_error = ch.error().describe();
     ++st.spawn_failures;
     spdlog::error("pool {}: {}", st.cfg.name, st.last_spawn_error);
+    if (roll_back(self))
+      return;
     schedule_refill(self);
     return;
   }
@@ -407,6 +416,22 @@ void expire_queued(pool_ptr self, std::deque<pending_exec>::iterator it) {
          timeout_exit_code);
 }
 
+/// Why `req` cannot be sent to a worker of `cfg` (its code limit, its ring);
+/// empty when it can.
+std::string too_large(const pool_config& cfg, const exec_request& req) {
+  if (req.code.size() > cfg.code_limit)
+    return "code is " + std::to_string(req.code.size()) + " bytes; the limit is " +
+           std::to_string(cfg.code_limit);
+  if (!req.tightening.empty()) {
+    // Both frames go into the ring back to back.
+    const uint64_t frames = 2 * (4 + 5) + req.tightening.size() + req.code.size();
+    if (frames > cfg.ring_capacity)
+      return "code and tightening are " + std::to_string(frames) +
+             " bytes on the wire; the ring holds " + std::to_string(cfg.ring_capacity);
+  }
+  return {};
+}
+
 /// Hands queued requests to idle workers.
 void dispatch(pool_ptr self) {
   auto& st = self->state;
@@ -423,6 +448,12 @@ void dispatch(pool_ptr self) {
       continue;
     pending_exec p = std::move(st.queue.front());
     st.queue.pop_front();
+    // Admitted under an earlier revision, it may not fit this worker's ring.
+    if (auto why = too_large(st.cfg, p.req); !why.empty()) {
+      st.idle.push_front(id);
+      refuse(self, p, error_class::limit_exceeded, std::move(why));
+      continue;
+    }
     start_exec(self, id, it->second, std::move(p));
   }
 }
@@ -461,6 +492,40 @@ void reject_reload(pool_ptr self, const policy_updated& u, const std::string& wh
                                 now_ns()});
 }
 
+/// Replaces the idle and starting workers of every generation but the
+/// current one; running ones are replaced when their exec ends (complete()).
+void retire_other_generations(pool_ptr self) {
+  auto& st = self->state;
+  for (auto& [id, slot] : st.workers)
+    if (slot.gen != st.gen && !slot.current && !slot.killed)
+      terminate(self, id, slot, error_class::ok, 0, superseded(st, *slot.gen));
+}
+
+/// No worker of a freshly reloaded revision could start: back to the
+/// revision before it, audited like a revision the pool cannot apply. False
+/// when there is nothing to go back to (the revision has proven itself, or
+/// the pool never reloaded).
+bool roll_back(pool_ptr self) {
+  auto& st = self->state;
+  if (!st.previous || st.gen->proven)
+    return false;
+  const auto failed = st.gen;
+  st.gen = std::move(st.previous);
+  st.previous.reset();
+  st.cfg = st.gen->cfg;
+  st.spawn_failures = 0;
+  if (const auto& p = failed->cfg.policy) {
+    policy_updated u;
+    u.policy_name = p->name();
+    u.revision = p->revision();
+    reject_reload(self, u, "its workers cannot start (" + st.last_spawn_error +
+                             "); back to revision " +
+                             std::to_string(st.cfg.policy ? st.cfg.policy->revision() : 0));
+  }
+  retire_other_generations(self);
+  return true;
+}
+
 /// A newer revision of the pool's policy: workers started from now on run
 /// under it. Idle and starting workers of older generations are replaced at
 /// once; running ones finish their exec first (complete()).
@@ -488,13 +553,15 @@ void on_policy_updated(pool_ptr self, policy_updated& u) {
     reject_reload(self, u, gen.error().describe());
     return;
   }
+  // The revision to go back to is the last one whose workers started.
+  if (st.gen->proven || !st.previous)
+    st.previous = st.gen;
   st.gen = std::move(*gen);
   st.cfg = st.gen->cfg;
+  st.spawn_failures = 0;
   spdlog::info("pool {}: policy {} revision {} in force (generation {})", st.cfg.name,
                u.policy_name, u.revision, st.gen->number);
-  for (auto& [id, slot] : st.workers)
-    if (slot.gen != st.gen && !slot.current && !slot.killed)
-      terminate(self, id, slot, error_class::ok, 0, superseded(st, *slot.gen));
+  retire_other_generations(self);
   refill(self);
 }
 
@@ -573,6 +640,10 @@ outcome<void> on_frame(pool_ptr self, uint64_t id, worker_slot& slot, ipc::frame
       slot.state = worker_state::ready;
       slot.idle_tasks = slot.ch->tasks();
       self->state.spawn_failures = 0;
+      if (slot.gen == self->state.gen) {
+        self->state.gen->proven = true;
+        self->state.previous.reset();
+      }
       publish(self, id, slot);
       self->state.idle.push_back(id);
       return {};
@@ -710,10 +781,12 @@ void on_exited(pool_ptr self, uint64_t id) {
                      : " without the harness's answer: the code ended the harness or "
                        "replaced it with another program"));
   }
+  bool rolled_back = false;
   if (slot.state == worker_state::starting && !slot.killed) {
     st.last_spawn_error = "worker " + std::to_string(id) + " " + how + " before it was ready";
     ++st.spawn_failures;
     spdlog::error("pool {}: {}", st.cfg.name, st.last_spawn_error);
+    rolled_back = slot.gen == st.gen && roll_back(self);
   }
   st.events->unwatch(id);
   if (st.cfg.proxy && slot.ch->exec_marker())
@@ -728,7 +801,7 @@ void on_exited(pool_ptr self, uint64_t id) {
   auto& idle = st.idle;
   idle.erase(std::remove(idle.begin(), idle.end(), id), idle.end());
   st.workers.erase(it);
-  if (st.spawn_failures > 0)
+  if (st.spawn_failures > 0 && !rolled_back)
     schedule_refill(self);
   else
     refill(self);
@@ -854,8 +927,25 @@ pool_internal_actor::behavior_type pool_impl(pool_ptr self, pool_config base,
     if (st.cfg.telemetry)
       self->send(self, gauge_tick_atom::value);
     // Reloads of the policy arrive as policy_updated (internal messages).
-    if (st.base.policies && st.cfg.policy)
+    if (st.base.policies && st.cfg.policy) {
       self->send(st.base.policies, subscribe_atom::value, caf::actor_cast<caf::actor>(self));
+      // A revision published between the snapshot this pool was given and
+      // its subscription would never be announced to it: ask once, after
+      // subscribing (the answer cannot overtake the subscription).
+      self->request(st.base.policies, caf::infinite, policy_get_atom::value, st.cfg.policy->name())
+        .then(
+          [=](policy_snapshot& snap) {
+            policy_updated u;
+            u.policy_name = snap ? snap->name() : std::string{};
+            u.revision = snap ? snap->revision() : 0;
+            u.snapshot = std::move(snap);
+            on_policy_updated(self, u);
+          },
+          [=](caf::error& err) {
+            spdlog::error("pool {}: policy {}: {}", self->state.cfg.name,
+                          self->state.cfg.policy->name(), self->system().render(err));
+          });
+    }
   } else {
     // Without its worker template no worker can start, and without its
     // event source the pool can never hear from one: quit before the first
@@ -883,21 +973,9 @@ pool_internal_actor::behavior_type pool_impl(pool_ptr self, pool_config base,
       if (req.exec_id == 0)
         req.exec_id = s.next_exec_id++;
       p.result.exec_id = req.exec_id;
-      if (req.code.size() > s.cfg.code_limit) {
-        refuse(self, p, error_class::limit_exceeded,
-               "code is " + std::to_string(req.code.size()) + " bytes; the limit is " +
-                 std::to_string(s.cfg.code_limit));
+      if (auto why = too_large(s.cfg, req); !why.empty()) {
+        refuse(self, p, error_class::limit_exceeded, std::move(why));
         return p.rp;
-      }
-      if (!req.tightening.empty()) {
-        // Both frames go into the ring back to back.
-        const uint64_t frames = 2 * (4 + 5) + req.tightening.size() + req.code.size();
-        if (frames > s.cfg.ring_capacity) {
-          refuse(self, p, error_class::limit_exceeded,
-                 "code and tightening are " + std::to_string(frames) +
-                     " bytes on the wire; the ring holds " + std::to_string(s.cfg.ring_capacity));
-          return p.rp;
-        }
       }
       if (s.shutting_down) {
         refuse(self, p, error_class::worker_lost, "pool " + s.cfg.name + " is shutting down");

@@ -249,6 +249,33 @@ caf::expected<policy_destination> policy_pool_for(supervisor_ptr self, const req
   return policy_destination{name, {}};
 }
 
+/// A newer revision of a policy pools follow: a pool restarted from now on
+/// starts under it (the running pools take it themselves), and when the
+/// default pool follows it, request policies are bounded by it. A revision
+/// the pool's config cannot take is left to the pool to refuse and audit.
+void follow_revision(supervisor_ptr self, const policy_updated& u) {
+  auto& st = self->state;
+  if (!u.snapshot)
+    return;
+  for (auto& [name, entry] : st.pools) {
+    const auto& current = entry.cfg.policy;
+    if (entry.for_policy || !current || current->name() != u.policy_name ||
+        current->revision() >= u.revision)
+      continue;
+    auto applied = pool_config_under(entry.cfg, u.snapshot.policy);
+    if (applied)
+      applied = resolve_pool_config(std::move(*applied));
+    if (!applied)
+      continue;
+    entry.cfg.policy = u.snapshot.policy;
+    if (name != st.order.front())
+      continue;
+    st.policy_template = policy_pool_template(*applied, st.policy_cfg);
+    // Request policies resolved against the old ceiling are checked again.
+    st.policy_cache = std::make_unique<request_policy_cache>(st.policy_cfg.cache_size);
+  }
+}
+
 /// Validates the request's policy and decides where it runs: on `target`
 /// as it is (same enforcement), on `target` narrowed (a fork-mode pool whose
 /// policy it tightens), or in a pool of its own. Sets the request's
@@ -517,6 +544,7 @@ supervisor_internal_actor::behavior_type supervisor_impl(supervisor_ptr self, su
     [=](const policy_updated& u) {
       spdlog::info("supervisor: policy {} revision {} loaded from {}", u.policy_name, u.revision,
                    u.path);
+      follow_revision(self, u);
     },
     [=](const policy_rejected& r) {
       spdlog::error("supervisor: policy {} refused ({}): {}", r.policy_name, r.path,

@@ -69,6 +69,32 @@ std::string policy_text(const std::string& readable, bool deny_tmp_write) {
       .dump(2);
 }
 
+/// `default` plus reading `readable` (none when empty), with `limits`.
+std::string granting(const std::string& readable, nlohmann::json limits) {
+  auto doc = nlohmann::json::parse(policy_text(readable, false));
+  doc["limits"] = std::move(limits);
+  return doc.dump(2);
+}
+
+/// `default` as a whole (no `extends`: a merge would keep the smaller code
+/// limit) with `code_bytes` set and `readable` granted.
+std::string default_with_code_limit(uint64_t code_bytes, const std::string& readable) {
+  std::ifstream in(test::source_dir() + "/policies/default.json");
+  auto doc = nlohmann::json::parse(in);
+  doc.erase("description");
+  doc["limits"]["code_bytes"] = code_bytes;
+  doc["fs"]["rules"].push_back(
+      {{"action", "allow"}, {"path", readable}, {"perms", {"read_file", "read_dir"}}});
+  return doc.dump(2);
+}
+
+std::string read_code(const std::string& data_dir) {
+  return "try:\n"
+         "    print(open('" + data_dir + "/secret.txt').read())\n"
+         "except OSError as e:\n"
+         "    print(type(e).__name__)\n";
+}
+
 /// Waits until `log` has a line for which `match` is true (inotify on the
 /// file: woken by each write, not by a timer).
 nlohmann::json wait_for_record(const std::string& log, const std::function<bool(const nlohmann::json&)>& match,
@@ -177,6 +203,29 @@ struct reload_fixture : test::actor_system_fixture {
     wait_for([&](const worker_state_event& ev) {
       return ev.state == worker_state::ready && ++seen == n;
     });
+  }
+
+  /// Waits for the idle worker of an older revision to be replaced: the
+  /// event of a reload the pool took.
+  void wait_replaced() {
+    wait_for([](const worker_state_event& ev) {
+      return ev.state == worker_state::stopped &&
+             ev.reason.find("replaced the one it started") != std::string::npos;
+    });
+  }
+
+  /// For a reload that finds no idle worker to replace (no event of its
+  /// own): asks the pool's status until it reports a newer revision.
+  uint64_t wait_revision_above(uint64_t rev) {
+    const auto deadline = std::chrono::steady_clock::now() + 60s;
+    while (std::chrono::steady_clock::now() < deadline) {
+      if (const auto now = status().policy_revision; now > rev)
+        return now;
+      self->receive([&](exec_result& r) { results.push_back(std::move(r)); },
+                    [](worker_state_event&) {}, caf::after(20ms) >> [] {});
+    }
+    BOOST_FAIL("the pool never took a revision above " << rev);
+    return 0;
   }
 
   exec_result next_result() {
@@ -344,6 +393,130 @@ BOOST_AUTO_TEST_CASE(a_request_policy_never_shares_a_pool_that_follows_its_polic
       .receive([&](std::vector<pool_status>& s) { all = s; },
                [&](caf::error& err) { BOOST_FAIL("status: " + sys.render(err)); });
   BOOST_TEST(all.size() == 2u); // the request policy's own pool beside it
+}
+
+BOOST_AUTO_TEST_CASE(a_restarted_pool_starts_under_the_revision_in_force) {
+  write_atomically(policy_file(), policy_text(data.path, false));
+  start(1);
+  wait_ready(1);
+  BOOST_TEST(exec_code(sup, read_code(data.path)).stdout_data == "alpha\n");
+  write_atomically(policy_file(), policy_text("", false));
+  wait_replaced();
+  const auto rev = status().policy_revision;
+  // The pool goes down for another reason than a shutdown: the supervisor
+  // starts it again, under the revision in force, not the one it began with.
+  pool_actor pool;
+  self->request(sup, 10s, get_pool_atom::value, std::string{"reloading"})
+      .receive([&](pool_actor& p) { pool = p; },
+               [&](caf::error& err) { BOOST_FAIL("get_pool: " + sys.render(err)); });
+  self->monitor(pool);
+  caf::anon_send_exit(pool, caf::exit_reason::kill);
+  bool down = false;
+  while (!down)
+    self->receive([&](caf::down_msg&) { down = true; }, [](worker_state_event&) {},
+                  caf::after(30s) >> [] { BOOST_FAIL("the pool did not go down"); });
+  wait_ready(1);
+  BOOST_TEST(status().policy_revision == rev);
+  BOOST_TEST(exec_code(sup, read_code(data.path)).stdout_data == "FileNotFoundError\n");
+}
+
+BOOST_AUTO_TEST_CASE(a_revision_published_before_the_pool_subscribes_still_reaches_it) {
+  write_atomically(policy_file(), policy_text(data.path, false));
+  auto pol = spawn_policy(sys, policy_config{policies.path, false});
+  BOOST_REQUIRE(pol);
+  policy_snapshot first;
+  self->request(*pol, 10s, policy_get_atom::value, std::string{"p"})
+      .receive([&](policy_snapshot& s) { first = std::move(s); },
+               [&](caf::error& err) { BOOST_FAIL("get: " + sys.render(err)); });
+  BOOST_REQUIRE(first);
+  // The edit lands between the snapshot and the pool's subscription.
+  write_atomically(policy_file(), policy_text("", false));
+  self->request(*pol, 10s, policy_reload_atom::value)
+      .receive([](policy_status&) {}, [&](caf::error& err) { BOOST_FAIL(sys.render(err)); });
+  auto pc = test_pool(1);
+  pc.policy = first.policy;
+  pc.policies = *pol;
+  auto pool = spawn_pool(sys, pc);
+  BOOST_REQUIRE(pool);
+  // It asks for the revision in force once it has subscribed.
+  const auto deadline = std::chrono::steady_clock::now() + 60s;
+  uint64_t rev = 0;
+  while (rev <= first->revision() && std::chrono::steady_clock::now() < deadline) {
+    self->request(*pool, 10s, status_atom::value)
+        .receive([&](pool_status& st) { rev = st.policy_revision; }, [](caf::error&) {});
+    if (rev <= first->revision())
+      self->receive(caf::after(20ms) >> [] {});
+  }
+  BOOST_TEST(rev > first->revision());
+  auto r = exec_code(*pool, read_code(data.path));
+  BOOST_TEST(r.stdout_data == "FileNotFoundError\n");
+  self->send(*pool, shutdown_atom::value);
+  caf::anon_send_exit(*pol, caf::exit_reason::user_shutdown);
+}
+
+BOOST_AUTO_TEST_CASE(a_revision_whose_workers_cannot_start_is_rolled_back_and_audited) {
+  write_atomically(policy_file(), policy_text(data.path, false));
+  start(1);
+  wait_ready(1);
+  const auto rev = status().policy_revision;
+  // Valid, but no interpreter starts in 1 MiB.
+  write_atomically(policy_file(), granting("", {{"memory_bytes", 1048576}}));
+  auto rejected = wait_for_record(
+      log,
+      [](const nlohmann::json& j) {
+        return j.value("kind", "") == "policy_rejected" &&
+               j.dump().find("cannot start") != std::string::npos;
+      },
+      60s);
+  BOOST_TEST(rejected.dump().find("reloading") != std::string::npos);
+  auto r = exec_code(sup, read_code(data.path));
+  BOOST_TEST((r.error == error_class::ok), r.detail);
+  BOOST_TEST(r.stdout_data == "alpha\n"); // the revision before it
+  BOOST_TEST(status().policy_revision == rev);
+}
+
+BOOST_AUTO_TEST_CASE(a_queued_request_too_large_for_the_new_revision_is_refused) {
+  write_atomically(policy_file(), default_with_code_limit(8u << 20, data.path));
+  start(1);
+  wait_ready(1);
+  const auto rev = status().policy_revision;
+  exec_request hold;
+  hold.code = "import os, time\n"
+              "while not os.path.exists('" + data.path + "/go'):\n"
+              "    time.sleep(0.005)\n";
+  self->send(sup, exec_atom::value, hold);
+  wait_for([](const worker_state_event& ev) { return ev.state == worker_state::running; });
+  // Admitted under the 8 MiB limit, queued behind `hold`.
+  exec_request big;
+  big.code = "x = 1\n#" + std::string(4u << 20, 'y') + "\n";
+  self->send(sup, exec_atom::value, big);
+  write_atomically(policy_file(), default_with_code_limit(1u << 20, data.path));
+  wait_revision_above(rev);
+  const auto spawned = status().spawned;
+  std::ofstream(data.path + "/go") << "";
+  auto first = next_result();
+  auto second = next_result();
+  const auto& refused = first.stdout_data.empty() && first.error != error_class::ok ? first : second;
+  BOOST_TEST((refused.error == error_class::limit_exceeded), refused.detail);
+  BOOST_TEST(refused.detail.find("the limit is 1048576") != std::string::npos);
+  // One worker replaces the one `hold` ran on; none is started for `big`.
+  BOOST_TEST(status().spawned - spawned <= 1u);
+}
+
+BOOST_AUTO_TEST_CASE(the_ceiling_of_request_policies_follows_the_default_pools_policy) {
+  write_atomically(policy_file(), policy_text("", false));
+  start(1);
+  wait_ready(1);
+  write_atomically(policy_file(), granting("", {{"memory_bytes", 64u << 20}}));
+  wait_replaced();
+  exec_request req;
+  req.code = "print('ran')\n";
+  req.policy = R"({"version": 1, "extends": ["default"], "limits": {"memory_bytes": 209715200}})";
+  std::string what;
+  self->request(sup, 60s, exec_atom::value, req)
+      .receive([&](exec_result& r) { what = "ran: " + r.stdout_data; },
+               [&](caf::error& err) { what = sys.render(err); });
+  BOOST_TEST(what.find("(ceiling)") != std::string::npos, what);
 }
 
 BOOST_AUTO_TEST_CASE(a_pool_cannot_name_a_policy_the_directory_does_not_have) {
