@@ -13,6 +13,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <ctime>
 
 #include "child_process.hpp"
 #include "platform/linux/cgroups.hpp"
@@ -67,11 +68,19 @@ held_child fork_held(F fn) {
   return h;
 }
 
+/// This process's CPU time so far, in microseconds.
+uint64_t cpu_time_us() {
+  timespec ts{};
+  ::clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1'000'000u + static_cast<uint64_t>(ts.tv_nsec) / 1000u;
+}
+
+/// Waits (at most `timeout_ms`, a safety net) for `h` to exit and reaps it.
 exit_status wait_for(const held_child& h, int timeout_ms) {
   pollfd pfd{h.pidfd.get(), POLLIN, 0};
   if (::poll(&pfd, 1, timeout_ms) != 1) {
     ::kill(h.pid, SIGKILL);
-    BOOST_ERROR("child did not finish in time");
+    BOOST_ERROR("child " << h.pid << " did not exit within " << timeout_ms << " ms");
   }
   auto st = pidfd_reap(h.pidfd.get());
   BOOST_REQUIRE(st);
@@ -169,27 +178,39 @@ BOOST_AUTO_TEST_CASE(attach_usage_kill_and_remove) {
     return;
   auto cg = worker_cgroup::create(*layout, worker_cgroup::unique_name("castellan-test"), {});
   BOOST_REQUIRE(cg);
-  auto child = fork_held([] {
+  // The child says when it has done its work: the usage is read after that
+  // event, not after a guessed delay.
+  int done_pipe[2];
+  BOOST_REQUIRE_EQUAL(::pipe2(done_pipe, O_CLOEXEC), 0);
+  unique_fd done_rd(done_pipe[0]), done_wr(done_pipe[1]);
+  const int done = done_wr.get();
+  auto child = fork_held([done] {
     // Some memory (charged here: it is touched after the attach)…
     const std::size_t size = 8u << 20;
     auto* mem = static_cast<char*>(::mmap(nullptr, size, PROT_READ | PROT_WRITE,
                                           MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
     for (std::size_t i = 0; mem != MAP_FAILED && i < size; i += 4096)
       mem[i] = 1;
-    // …and some CPU time.
+    // …and at least 50 ms of its own CPU time, however busy the machine is.
     volatile uint64_t x = 0;
-    for (uint64_t i = 0; i < 200'000'000; ++i)
-      x = x + i; // some CPU time
+    for (uint64_t i = 0; cpu_time_us() < 50'000; ++i)
+      x = x + i;
+    if (::write(done, "d", 1) != 1)
+      return 92;
     ::pause();
     return 0;
   });
+  done_wr.reset();
   BOOST_REQUIRE(cg->attach(child.pid));
   auto pids = cg->pids();
   BOOST_REQUIRE(pids);
   BOOST_TEST(pids->size() == 1u);
   BOOST_TEST(pids->front() == child.pid);
   BOOST_REQUIRE(::write(child.release.get(), "g", 1) == 1);
-  ::usleep(300'000);
+  pollfd pfd{done_rd.get(), POLLIN, 0};
+  char byte = 0;
+  BOOST_REQUIRE_MESSAGE(::poll(&pfd, 1, 30'000) == 1 && ::read(done_rd.get(), &byte, 1) == 1,
+                        "the child did not report its memory touched and CPU time used in 30 s");
   auto usage = cg->usage();
   BOOST_REQUIRE(usage);
   BOOST_TEST(usage->pids_current.value_or(0) == 1u);
@@ -199,7 +220,7 @@ BOOST_AUTO_TEST_CASE(attach_usage_kill_and_remove) {
   BOOST_TEST_MESSAGE("usage: cpu " << usage->cpu_usec.value_or(0) << " us, peak "
                                    << usage->memory_peak_bytes.value_or(0) << " bytes");
   BOOST_REQUIRE(cg->kill_all());
-  auto st = wait_for(child, 5'000);
+  auto st = wait_for(child, 30'000);
   BOOST_TEST(st.signaled);
   BOOST_TEST(st.signal == SIGKILL);
   const auto dirs = cg->directories();
@@ -282,7 +303,7 @@ BOOST_AUTO_TEST_CASE(fork_loop_stops_at_pids_max) {
       return "release failed";
     int result[2] = {-1, 0};
     pollfd pfd{rd.get(), POLLIN, 0};
-    if (::poll(&pfd, 1, 10'000) != 1 || ::read(rd.get(), result, sizeof result) != sizeof result)
+    if (::poll(&pfd, 1, 30'000) != 1 || ::read(rd.get(), result, sizeof result) != sizeof result)
       return "the fork loop never hit the limit";
     std::string err;
     if (result[0] != 7 || result[1] != EAGAIN)
@@ -332,7 +353,7 @@ BOOST_AUTO_TEST_CASE(spawned_worker_runs_inside_its_cgroup) {
   std::string out;
   char buf[1024];
   pollfd pfd{rd.get(), POLLIN, 0};
-  while (out.find("memory:") == std::string::npos && ::poll(&pfd, 1, 10'000) == 1) {
+  while (out.find("memory:") == std::string::npos && ::poll(&pfd, 1, 30'000) == 1) {
     const ssize_t n = ::read(rd.get(), buf, sizeof buf);
     if (n <= 0)
       break;
