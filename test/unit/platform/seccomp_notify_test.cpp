@@ -19,6 +19,8 @@
 #include <pthread.h>
 
 #include <atomic>
+#include <chrono>
+#include <cstdlib>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -377,7 +379,7 @@ pid_t start_handover_child(int parent_end, int child_end, std::vector<std::strin
 /// The listener the child named, once its message is there.
 notify_listener take(int sock) {
   pollfd p{sock, POLLIN, 0};
-  BOOST_REQUIRE(::poll(&p, 1, 10000) == 1);
+  BOOST_REQUIRE_MESSAGE(::poll(&p, 1, 30000) == 1, "the child did not hand its listener over in 30 s");
   auto fd = take_listener(sock);
   BOOST_REQUIRE_MESSAGE(fd, (fd ? "" : fd.error().describe()));
   return notify_listener(std::move(*fd));
@@ -401,6 +403,53 @@ struct reaped_child {
 };
 
 volatile sig_atomic_t usr1_seen = 0;
+
+/// What /proc says about a task: its state letter, where it sleeps, and the
+/// signals pending for its whole process.
+struct task_view {
+  char state = '?';
+  std::string wchan;
+  unsigned long long shared_pending = 0;
+};
+
+std::string slurp(const std::string& path) {
+  std::string out;
+  if (FILE* f = std::fopen(path.c_str(), "re")) {
+    char buf[4096];
+    std::size_t n = 0;
+    while ((n = std::fread(buf, 1, sizeof buf, f)) > 0)
+      out.append(buf, n);
+    std::fclose(f);
+  }
+  return out;
+}
+
+task_view read_task(pid_t pid) {
+  const std::string dir = "/proc/" + std::to_string(pid);
+  task_view t;
+  const std::string stat = slurp(dir + "/stat");
+  // The state follows the command name, which may itself hold ')'.
+  if (const auto close = stat.rfind(')'); close != std::string::npos && close + 2 < stat.size())
+    t.state = stat[close + 2];
+  t.wchan = slurp(dir + "/wchan");
+  const std::string status = slurp(dir + "/status");
+  if (const auto at = status.find("\nShdPnd:"); at != std::string::npos)
+    t.shared_pending = std::strtoull(status.c_str() + at + 8, nullptr, 16);
+  return t;
+}
+
+/// Polls /proc until `ok` holds for `pid` or 30 s pass (a safety net, not a
+/// timing assertion); returns the last view either way.
+template <class Pred>
+task_view wait_for_task(pid_t pid, Pred ok) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  for (;;) {
+    auto t = read_task(pid);
+    if (ok(t) || std::chrono::steady_clock::now() >= deadline)
+      return t;
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+}
 
 } // namespace
 
@@ -473,9 +522,29 @@ BOOST_AUTO_TEST_CASE(a_received_notification_is_not_interrupted_by_a_signal) {
   auto n = listener.receive();
   BOOST_REQUIRE(n);
   BOOST_TEST(n->nr == SYS_getppid);
+  // The signal must meet the wait itself, not the way into it: wait until
+  // /proc shows the child asleep in the seccomp wait.
+  const auto in_seccomp = [](const task_view& t) {
+    return (t.state == 'S' || t.state == 'D') && t.wchan.find("seccomp") != std::string::npos;
+  };
+  const auto asleep = wait_for_task(child.pid, in_seccomp);
+  BOOST_REQUIRE_MESSAGE(in_seccomp(asleep),
+                        "the child was not seen asleep in the seccomp wait within 30 s (state "
+                            << asleep.state << ", wchan " << asleep.wchan << ")");
   BOOST_REQUIRE(::kill(child.pid, SIGUSR1) == 0);
-  // Give a signal that could interrupt the wait every chance to do so.
-  ::usleep(200 * 1000);
+  // The signal wakes the wait; the kernel sees the notification received and
+  // puts the child back to sleep, killably ('D'), the signal still pending.
+  // Were the wait cut short instead, the handler would run (SIGUSR1 no
+  // longer pending) and the restarted call would be notified again. Wait
+  // for one outcome or the other rather than for a guessed while.
+  constexpr unsigned long long usr1 = 1ull << (SIGUSR1 - 1);
+  const auto settled = wait_for_task(child.pid, [&](const task_view& t) {
+    return (t.shared_pending & usr1) == 0 || (t.state == 'D' && in_seccomp(t));
+  });
+  BOOST_TEST((settled.shared_pending & usr1) != 0u,
+             "SIGUSR1 was delivered while the call waited (ShdPnd " << std::hex
+                                                                   << settled.shared_pending << ")");
+  BOOST_TEST(settled.state == 'D', "state " << settled.state << ", wchan " << settled.wchan);
   const bool still_pending = listener.id_valid(n->id);
   BOOST_TEST(still_pending);
   if (!still_pending)
