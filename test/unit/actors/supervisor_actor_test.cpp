@@ -1,7 +1,6 @@
 #include <boost/test/unit_test.hpp>
 
 #include <chrono>
-#include <thread>
 #include <vector>
 
 #include "support/actor_system_fixture.hpp"
@@ -20,6 +19,22 @@ struct supervisor_fixture : test::actor_system_fixture {
     handle = *sup;
     return handle;
   }
+  /// Subscribes the test to the supervisor's worker state events.
+  void subscribe(const supervisor_actor& sup) {
+    self->send(sup, subscribe_atom::value, caf::actor_cast<worker_state_listener>(self));
+  }
+
+  /// Waits for a worker of `pool` to enter `want` (30 s safety net); other
+  /// events are passed over.
+  void wait_for_state(worker_state want, const std::string& pool) {
+    for (bool got = false; !got;)
+      self->receive([&](worker_state_event& ev) { got = ev.state == want && ev.pool == pool; },
+                    caf::after(30s) >> [&] {
+                      BOOST_FAIL("no worker of pool " << pool << " entered state "
+                                                      << to_string(want) << " in 30 s");
+                    });
+  }
+
   ~supervisor_fixture() {
     if (handle)
       caf::anon_send(handle, shutdown_atom::value);
@@ -111,18 +126,19 @@ BOOST_AUTO_TEST_CASE(status_lists_every_pool) {
 
 BOOST_AUTO_TEST_CASE(a_crashed_pool_is_restarted) {
   auto sup = start({named("p")});
+  subscribe(sup);
+  wait_for_state(worker_state::ready, "p");
   pool_actor pool;
   self->request(sup, 10s, get_pool_atom::value, std::string("p"))
     .receive([&](pool_actor& p) { pool = p; }, [](caf::error&) { BOOST_FAIL("get_pool"); });
   BOOST_REQUIRE(pool);
   self->send_exit(pool, caf::exit_reason::kill);
-  // The supervisor sees the pool go down and starts a new one.
+  // The supervisor sees the pool go down and starts a new one, whose first
+  // worker announces itself: wait for that event, not for a guessed while.
+  wait_for_state(worker_state::starting, "p");
   pool_actor again;
-  for (int i = 0; i < 100 && (!again || again == pool); ++i) {
-    std::this_thread::sleep_for(50ms);
-    self->request(sup, 10s, get_pool_atom::value, std::string("p"))
-      .receive([&](pool_actor& p) { again = p; }, [](caf::error&) {});
-  }
+  self->request(sup, 10s, get_pool_atom::value, std::string("p"))
+    .receive([&](pool_actor& p) { again = p; }, [](caf::error&) { BOOST_FAIL("get_pool"); });
   BOOST_REQUIRE(again);
   BOOST_TEST((again != pool));
   auto r = exec(sup, code_request("print('back')"));
@@ -141,6 +157,7 @@ BOOST_AUTO_TEST_CASE(bad_configurations_are_refused) {
 
 BOOST_AUTO_TEST_CASE(cancel_is_routed_to_the_pool_running_the_exec) {
   auto sup = start({named("alpha"), named("beta")});
+  subscribe(sup);
   exec_request req;
   req.code = "import time\nprint('running', flush=True)\ntime.sleep(60)";
   req.pool = "beta";
@@ -153,17 +170,21 @@ BOOST_AUTO_TEST_CASE(cancel_is_routed_to_the_pool_running_the_exec) {
                [&](caf::error& e) { BOOST_FAIL("cancel: " << sys.render(e)); });
     return out;
   };
-  // Until a worker of beta runs it, the cancel may find it queued; both
-  // answer the exec 'cancelled'.
-  std::this_thread::sleep_for(300ms);
+  // Once beta's worker reports running (this is the only exec there), the
+  // cancel finds the exec running.
+  wait_for_state(worker_state::running, "beta");
   auto reply = cancel(77);
-  BOOST_TEST((reply.outcome == cancel_outcome::cancelled_running ||
-              reply.outcome == cancel_outcome::cancelled_queued),
-             reply.detail);
+  BOOST_TEST((reply.outcome == cancel_outcome::cancelled_running), reply.detail);
   BOOST_TEST(reply.pool == "beta");
   exec_result r;
-  self->receive([&](exec_result& x) { r = std::move(x); },
-                caf::after(30s) >> [] { BOOST_FAIL("no result"); });
+  for (bool got = false; !got;)
+    self->receive(
+      [&](exec_result& x) {
+        r = std::move(x);
+        got = true;
+      },
+      [](worker_state_event&) {},
+      caf::after(30s) >> [] { BOOST_FAIL("no result within 30 s of the cancel"); });
   BOOST_TEST(r.exec_id == 77u);
   BOOST_TEST((r.error == error_class::cancelled));
   BOOST_TEST(r.exit_code == 125);
