@@ -1,7 +1,6 @@
 #include <boost/test/unit_test.hpp>
 
 #include <fstream>
-#include <thread>
 #include <unistd.h>
 
 #include <caf/all.hpp>
@@ -205,14 +204,38 @@ BOOST_FIXTURE_TEST_CASE(subscribers_get_the_entries_their_filter_selects, audit_
   c.events = {"*"};
   auto a = spawn(c);
   caf::actor me = self;
-  // The actor gets its state as an argument: CAF 0.17 dereferences a null
-  // argument tuple when a function actor takes none (UBSan sees it).
+  // It answers (returning the entry's credit) before it forwards: once the
+  // test holds an entry, the answer is already in the audit actor's mailbox,
+  // ahead of anything the test sends next. An entry of kind "marker" comes
+  // from the test itself, straight to the subscriber (see `settle`).
   auto sub = sys.spawn(
-      [](caf::actor to) -> caf::behavior {
-        return {[to](const audit_entry& e) { caf::anon_send(to, e); }};
+      [](caf::event_based_actor* s, caf::actor to) -> caf::behavior {
+        return {[=](const audit_entry& e) {
+          s->make_response_promise().deliver(caf::unit);
+          caf::anon_send(to, e);
+        }};
       },
       me);
   track(sub);
+  // Makes sure no further entry is on its way: after a flush the audit actor
+  // has sent all it will send for what came before; a marker sent to the
+  // subscriber after that reaches the test after any such entry (both go
+  // through the subscriber's mailbox, in order). Fails on any entry before
+  // the marker.
+  auto settle = [&](const char* when) {
+    flush(a);
+    audit_entry marker;
+    marker.kind = "marker";
+    self->send(sub, marker);
+    for (bool done = false; !done;)
+      self->receive(
+          [&](const audit_entry& e) {
+            done = e.kind == "marker";
+            if (!done)
+              BOOST_ERROR("unexpected entry " << e.kind << " " << when);
+          },
+          caf::after(30s) >> [&] { BOOST_FAIL("the marker did not come back " << when); });
+  };
   self->send(a, subscribe_atom::value, sub, audit_filter{{"syscall_denied", "oom"}, 42, ""});
   self->send(a, test::sample_security("policy_warning")); // other kind
   self->send(a, test::sample_security("syscall_denied")); // selected
@@ -223,10 +246,9 @@ BOOST_FIXTURE_TEST_CASE(subscribers_get_the_entries_their_filter_selects, audit_
   std::vector<std::string> got;
   for (int i = 0; i < 2; ++i)
     self->receive([&](const audit_entry& e) { got.push_back(e.kind); },
-                  caf::after(10s) >> [&] { BOOST_FAIL("no audit entry"); });
+                  caf::after(30s) >> [&] { BOOST_FAIL("no audit entry within 30 s"); });
   BOOST_TEST(got == (std::vector<std::string>{"syscall_denied", "oom"}));
-  self->receive([&](const audit_entry& e) { BOOST_FAIL("unexpected entry " << e.kind); },
-                caf::after(200ms) >> [] {});
+  settle("after the two selected ones");
   // Answered entries return their credit: with a window of 4, rounds of 4
   // entries never drop one.
   next_cfg_window(a, 4);
@@ -235,15 +257,12 @@ BOOST_FIXTURE_TEST_CASE(subscribers_get_the_entries_their_filter_selects, audit_
       self->send(a, test::sample_security("syscall_denied"));
     for (int i = 0; i < 4; ++i)
       self->receive([](const audit_entry&) {},
-                    caf::after(10s) >> [&] { BOOST_FAIL("entry missing in round " << round); });
-    std::this_thread::sleep_for(200ms); // the subscriber's replies reach the audit actor
+                    caf::after(30s) >> [&] { BOOST_FAIL("entry missing in round " << round); });
   }
   BOOST_TEST(flush(a).subscriber_dropped == 0u);
   self->send(a, unsubscribe_atom::value, sub);
   self->send(a, test::sample_security("syscall_denied"));
-  flush(a);
-  self->receive([&](const audit_entry& e) { BOOST_FAIL("entry after unsubscribe " << e.kind); },
-                caf::after(200ms) >> [] {});
+  settle("after unsubscribe");
 }
 
 BOOST_FIXTURE_TEST_CASE(a_slow_subscriber_gets_counted_reported_drops, audit_fixture) {
@@ -306,8 +325,12 @@ void flood(caf::scoped_actor& self, const audit_actor& a, size_t n,
   auto finished = test::sample_finished(error_class::ok);
   auto conn = test::sample_connection();
   for (size_t i = 0; i < n; ++i) {
+    // Held back, the producer waits for the actor to catch up: a flush
+    // answers once everything sent before it is handled and written.
     while (pressure && pressure->saturated())
-      std::this_thread::sleep_for(50us);
+      self->request(a, 60s, audit_flush_atom::value)
+          .receive([](audit_stats&) {},
+                   [&](caf::error& err) { BOOST_FAIL("flush failed: " << to_string(err)); });
     switch (i % 4) {
     case 0:
       denied.exec_id = i;
