@@ -129,6 +129,24 @@ struct policy_pools_fixture : test::actor_system_fixture {
     return out;
   }
 
+  /// The pool actor named `name`.
+  pool_actor get_pool(const std::string& name) {
+    pool_actor pool;
+    self->request(handle, 10s, get_pool_atom::value, name)
+        .receive([&](pool_actor& p) { pool = p; }, [](caf::error&) { BOOST_FAIL("get_pool"); });
+    BOOST_REQUIRE(pool);
+    return pool;
+  }
+
+  /// Waits for the down message of `pool`, which the test monitors (30 s
+  /// safety net); other messages stay in the mailbox.
+  void wait_down(const pool_actor& pool, const char* why) {
+    for (bool down = false; !down;)
+      self->receive(
+          [&](caf::down_msg& m) { down = m.source == pool.address(); },
+          caf::after(30s) >> [&] { BOOST_FAIL("the policy pool did not go down in 30 s (" << why << ")"); });
+  }
+
   std::vector<std::string> pool_names() {
     std::vector<std::string> names;
     self->request(handle, 10s, status_atom::value)
@@ -216,37 +234,37 @@ BOOST_AUTO_TEST_CASE(the_cap_stops_the_least_recently_used_idle_pool_or_answers_
 
   // While B's pool runs an exec, A finds no idle pool to replace: busy.
   exec_request slow;
-  slow.code = "import time\ntime.sleep(2)\nprint('slow done')";
+  // It runs until cancelled: however slow the machine, B's pool is busy
+  // when A's request comes.
+  slow.code = "import time\ntime.sleep(60)";
   slow.policy = b;
   slow.exec_id = 501;
+  self->send(handle, subscribe_atom::value, caf::actor_cast<worker_state_listener>(self));
   self->send(handle, exec_atom::value, slow);
-  // Wait until B's pool is running it (its worker is busy).
-  for (int i = 0; i < 200; ++i) {
-    uint32_t busy = 0;
-    self->request(handle, 10s, status_atom::value)
-        .receive(
-            [&](std::vector<pool_status>& st) {
-              for (auto& p : st)
-                if (p.name == with_b[1])
-                  busy = p.busy + p.queued;
-            },
-            [](caf::error&) {});
-    if (busy > 0)
-      break;
-    std::this_thread::sleep_for(10ms);
-  }
+  // Wait until B's pool is running it (its worker reports running).
+  for (bool running = false; !running;)
+    self->receive(
+        [&](worker_state_event& ev) {
+          running = ev.pool == with_b[1] && ev.state == worker_state::running;
+        },
+        caf::after(30s) >> [] { BOOST_FAIL("B's pool did not start the exec in 30 s"); });
+  self->send(handle, unsubscribe_atom::value, caf::actor_cast<worker_state_listener>(self));
   auto refused = run(read_code(data.path), a);
   BOOST_TEST((refused.error == error_class::busy));
   BOOST_TEST(refused.detail.find("none is idle") != std::string::npos, refused.detail);
+  self->request(handle, 10s, cancel_atom::value, uint64_t{501})
+      .receive([](cancel_reply& r) { BOOST_TEST((r.outcome == cancel_outcome::cancelled_running)); },
+               [&](caf::error& e) { BOOST_FAIL("cancel: " << sys.render(e)); });
   bool got = false;
-  self->receive(
-      [&](exec_result& r) {
-        got = true;
-        BOOST_TEST(r.exec_id == 501u);
-        BOOST_TEST(r.stdout_data == "slow done\n");
-      },
-      caf::after(30s) >> [] {});
-  BOOST_TEST(got);
+  while (!got)
+    self->receive(
+        [&](exec_result& r) {
+          got = true;
+          BOOST_TEST(r.exec_id == 501u);
+          BOOST_TEST((r.error == error_class::cancelled));
+        },
+        [](worker_state_event&) {}, // sent before the unsubscribe took effect
+        caf::after(30s) >> [] { BOOST_FAIL("no result for the cancelled exec in 30 s"); });
   BOOST_TEST(pool_names() == with_b);
 }
 
@@ -258,20 +276,20 @@ BOOST_AUTO_TEST_CASE(an_idle_pool_is_stopped_but_never_one_that_is_running) {
   start(pool_with(R"({"version": 1, "extends": ["default"]})", exec_mode::shared), pp);
   const std::string a = granting({data.path});
   BOOST_TEST(run(read_code(data.path), a).stdout_data == "gamma\n");
+  const auto names = pool_names();
+  BOOST_REQUIRE_EQUAL(names.size(), 2u);
+  const auto pool = get_pool(names[1]);
+  self->monitor(pool);
   // The idle check of that exec comes while the next one runs (1.5 s, five
   // times the idle timeout): the pool must survive it.
   auto slow =
       run("import time\ntime.sleep(1.5)\nprint(open('" + data.path + "/secret.txt').read())", a);
   BOOST_TEST((slow.error == error_class::ok), slow.detail);
   BOOST_TEST(slow.stdout_data == "gamma\n");
-  // Idle now: it goes.
-  bool gone = false;
-  for (int i = 0; i < 500 && !gone; ++i) {
-    gone = !has_policy_pool(pool_names());
-    if (!gone)
-      std::this_thread::sleep_for(20ms);
-  }
-  BOOST_TEST(gone);
+  // Idle now: it goes. The supervisor forgets it before it tells it to shut
+  // down, so once the pool is down it is no longer listed.
+  wait_down(pool, "idle");
+  BOOST_TEST(!has_policy_pool(pool_names()));
   // And comes back on demand.
   BOOST_TEST(run(read_code(data.path), a).stdout_data == "gamma\n");
   BOOST_TEST(has_policy_pool(pool_names()));
@@ -286,18 +304,17 @@ BOOST_AUTO_TEST_CASE(a_crashed_policy_pool_is_dropped_and_started_again_on_deman
   BOOST_TEST(run(read_code(data.path), a).stdout_data == "kappa\n");
   const auto names = pool_names();
   BOOST_REQUIRE_EQUAL(names.size(), 2u);
-  pool_actor pool;
-  self->request(handle, 10s, get_pool_atom::value, names[1])
-      .receive([&](pool_actor& p) { pool = p; }, [](caf::error&) { BOOST_FAIL("get_pool"); });
-  BOOST_REQUIRE(pool);
+  const auto pool = get_pool(names[1]);
+  self->monitor(pool);
   self->send_exit(pool, caf::exit_reason::kill);
+  wait_down(pool, "killed");
+  // The supervisor's own down message may be handled just after ours: ask
+  // until it has dropped the pool (30 s safety net).
+  const auto deadline = std::chrono::steady_clock::now() + 30s;
   bool gone = false;
-  for (int i = 0; i < 250 && !gone; ++i) {
-    gone = !has_policy_pool(pool_names());
-    if (!gone)
-      std::this_thread::sleep_for(20ms);
-  }
-  BOOST_TEST(gone);
+  while (!(gone = !has_policy_pool(pool_names())) && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(1ms);
+  BOOST_TEST(gone, "the supervisor still lists the killed policy pool after 30 s");
   auto again = run(read_code(data.path), a);
   BOOST_TEST(again.stdout_data == "kappa\n");
   BOOST_TEST(pool_names() == names); // the same name: the same policy
