@@ -63,4 +63,20 @@ std::vector<pid_t> wait_until_no_task_named(const std::string& name, int timeout
   }
 }
 
+bool wait_until_task_in_syscall(const std::string& name, long nr, int timeout_ms) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+  for (;;) {
+    for (const pid_t tid : tasks_named(name)) {
+      // "<nr> <args…>" while blocked in a call, "running" or "-1 …" otherwise.
+      std::ifstream in("/proc/" + std::to_string(tid) + "/syscall");
+      long current = -1;
+      if (in >> current && current == nr)
+        return true;
+    }
+    if (std::chrono::steady_clock::now() >= deadline)
+      return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+}
+
 } // namespace castellan::test

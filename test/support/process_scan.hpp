@@ -23,7 +23,14 @@ std::string python_set_task_name(const std::string& name);
 std::vector<pid_t> tasks_named(const std::string& name);
 
 /// Waits (polling, at most `timeout_ms`) until no task has that name; the
-/// tasks still there when it gives up. Killed tasks take a moment to exit.
-std::vector<pid_t> wait_until_no_task_named(const std::string& name, int timeout_ms = 5000);
+/// tasks still there when it gives up. Killed tasks take a moment to exit;
+/// the default bound is a safety net for a loaded machine, not a timing
+/// assertion.
+std::vector<pid_t> wait_until_no_task_named(const std::string& name, int timeout_ms = 30000);
+
+/// Waits (polling /proc/<tid>/syscall, at most `timeout_ms`, a safety net)
+/// until a task named `name` is blocked in system call `nr`: the code before
+/// that call has run. True once one is seen there.
+bool wait_until_task_in_syscall(const std::string& name, long nr, int timeout_ms = 30000);
 
 } // namespace castellan::test

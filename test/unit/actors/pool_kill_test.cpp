@@ -4,8 +4,11 @@
 
 #include <boost/test/unit_test.hpp>
 
+#include <sys/syscall.h>
+
 #include <chrono>
-#include <thread>
+#include <map>
+#include <string>
 
 #include "support/pool_fixture.hpp"
 #include "support/process_scan.hpp"
@@ -19,7 +22,13 @@ struct kill_fixture : test::pool_fixture {
   pool_actor make_mode(exec_mode mode, uint32_t size = 1) {
     auto pc = test_pool(size);
     pc.mode = mode;
-    return make(pc);
+    // Each pool its own name: the events of an earlier pool stay in the
+    // mailbox, and wait_busy must not take them for this one's.
+    pc.name = "kill-" + std::to_string(names.size());
+    pc.listener = caf::actor_cast<worker_state_listener>(self);
+    auto pool = make(pc);
+    names[pool.address()] = pc.name;
+    return pool;
   }
   pool_status status(const pool_actor& pool) {
     pool_status st;
@@ -27,15 +36,19 @@ struct kill_fixture : test::pool_fixture {
       .receive([&](pool_status& s) { st = s; }, [](caf::error&) { BOOST_FAIL("status"); });
     return st;
   }
-  /// Polls until `busy` workers run an exec (each poll is a status request).
-  void wait_busy(const pool_actor& pool, uint32_t busy = 1) {
-    for (int i = 0; i < 1500; ++i) {
-      if (status(pool).busy >= busy)
-        return;
-      std::this_thread::sleep_for(10ms);
-    }
-    BOOST_FAIL("the exec never started");
+  /// Waits until a worker of `pool` reports running (the test is the
+  /// pool's state listener, see make_mode; 30 s safety net).
+  void wait_busy(const pool_actor& pool) {
+    for (bool running = false; !running;)
+      self->receive(
+          [&](worker_state_event& ev) {
+            running = ev.pool == names[pool.address()] && ev.state == worker_state::running;
+          },
+          caf::after(30s) >> [] { BOOST_FAIL("no worker started the exec within 30 s"); });
+    BOOST_TEST(status(pool).busy >= 1u);
   }
+  std::map<caf::actor_addr, std::string> names;
+
   cancel_reply cancel(const pool_actor& pool, uint64_t exec_id) {
     cancel_reply out;
     self->request(pool, 10s, cancel_atom::value, exec_id)
@@ -73,15 +86,11 @@ BOOST_AUTO_TEST_CASE(cancel_kills_a_running_exec_with_125_and_keeps_its_output) 
                            "import time\nprint('so far', flush=True)\ntime.sleep(60)",
                          41));
       wait_busy(pool);
-      // The code names its task first (a fork-mode worker's first exec
-      // waits for the harness's serving imports, which takes long on a
-      // loaded machine): wait for the name, not for a fixed time.
-      for (int i = 0; i < 500 && test::tasks_named(tag).empty(); ++i)
-        std::this_thread::sleep_for(20ms);
-      // The print may still be on its way: wait until it is in the ring.
-      std::this_thread::sleep_for(200ms);
-      // The tag is visible from here: the leftover check below can fail.
-      BOOST_TEST(!test::tasks_named(tag).empty());
+      // The print writes its frame into the ring before it returns: once the
+      // named task sleeps in clock_nanosleep (time.sleep), the output is
+      // there, and the tag is visible (the leftover check below can fail).
+      BOOST_REQUIRE_MESSAGE(test::wait_until_task_in_syscall(tag, SYS_clock_nanosleep),
+                            "the exec's task " << tag << " was not seen in time.sleep within 30 s");
       auto reply = cancel(pool, 41);
       BOOST_TEST((reply.outcome == cancel_outcome::cancelled_running), reply.detail);
       auto r = receive_result();
