@@ -141,20 +141,25 @@ BOOST_AUTO_TEST_CASE(a_process_the_code_forked_does_not_hold_the_result_back) {
 
 BOOST_AUTO_TEST_CASE(output_written_after_an_exec_ended_goes_to_no_exec) {
   fork_worker w;
-  auto r = w.run_code("import os, time\n"
+  // The grandchild outlives the exec and writes only when the test tells it
+  // to (SIGUSR1, blocked before the fork so that none is lost), once the
+  // exec's result is in.
+  auto r = w.run_code("import os, signal\n"
+                      "signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGUSR1})\n"
                       "pid = os.fork()\n"
                       "if pid == 0:\n"
-                      "    time.sleep(0.3)\n"
+                      "    signal.sigwait({signal.SIGUSR1})\n"
                       "    os.write(1, b'late\\n')\n"
                       "    os._exit(0)\n"
                       "print(pid)\n");
   require_complete(r);
   const pid_t grandchild = static_cast<pid_t>(std::atoi(r.out.c_str()));
   BOOST_REQUIRE(grandchild > 0);
-  // It wrote, then ended (a zombie of the zygote, which no longer reaps:
-  // the worker retired when the exec's process ended before it).
-  for (int i = 0; i < 1000 && process_state(grandchild) != 'Z' && process_exists(grandchild); ++i)
-    std::this_thread::sleep_for(10ms);
+  // Told, it writes and ends (a zombie of the zygote, which no longer
+  // reaps: the worker retired when the exec's process ended before it).
+  BOOST_REQUIRE(::kill(grandchild, SIGUSR1) == 0);
+  BOOST_REQUIRE_MESSAGE(wait_until_exited(grandchild, 30s),
+                        "grandchild " << grandchild << " did not write and exit within 30 s");
   r = w.run_code("print('b')");
   require_complete(r);
   BOOST_TEST(r.out.empty(), r.out);

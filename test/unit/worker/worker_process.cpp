@@ -6,11 +6,13 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <boost/test/unit_test.hpp>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <fstream>
@@ -86,10 +88,12 @@ std::string harness_script() {
 }
 
 exit_info wait_for_exit(pid_t pid, std::chrono::milliseconds timeout) {
-  const auto deadline = clock::now() + timeout;
+  // The child's exit makes its pidfd readable: wait on that event, then reap.
+  if (!wait_until_exited(pid, timeout))
+    return {};
   for (;;) {
     int status = 0;
-    const pid_t r = ::waitpid(pid, &status, WNOHANG);
+    const pid_t r = ::waitpid(pid, &status, 0);
     if (r == pid) {
       if (WIFEXITED(status))
         return {true, WEXITSTATUS(status)};
@@ -99,9 +103,6 @@ exit_info wait_for_exit(pid_t pid, std::chrono::milliseconds timeout) {
     }
     if (r < 0 && errno != EINTR)
       return {};
-    if (clock::now() >= deadline)
-      return {};
-    std::this_thread::sleep_for(5ms);
   }
 }
 
@@ -300,6 +301,42 @@ std::string stat_tail(pid_t pid) {
 char process_state(pid_t pid) {
   const std::string tail = stat_tail(pid);
   return tail.empty() ? '\0' : tail[0];
+}
+
+bool wait_until_exited(pid_t pid, std::chrono::milliseconds timeout) {
+  const int fd = static_cast<int>(::syscall(SYS_pidfd_open, pid, 0));
+  if (fd < 0)
+    return errno == ESRCH; // gone (reaped) already
+  const auto deadline = clock::now() + timeout;
+  bool exited = false;
+  for (;;) {
+    const auto left =
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - clock::now()).count();
+    pollfd p{fd, POLLIN, 0};
+    const int n = ::poll(&p, 1, static_cast<int>(std::max<long long>(left, 0)));
+    if (n == 1) {
+      exited = true;
+      break;
+    }
+    if (n == 0 || errno != EINTR)
+      break;
+  }
+  ::close(fd);
+  return exited;
+}
+
+bool wait_until_in_syscall(pid_t pid, long nr, std::chrono::milliseconds timeout) {
+  const auto deadline = clock::now() + timeout;
+  for (;;) {
+    // "<nr> <args…>" while blocked in a call, "running" otherwise.
+    std::ifstream in("/proc/" + std::to_string(pid) + "/syscall");
+    long current = -1;
+    if (in >> current && current == nr)
+      return true;
+    if (clock::now() >= deadline)
+      return false;
+    std::this_thread::sleep_for(1ms);
+  }
 }
 
 pid_t parent_of(pid_t pid) {

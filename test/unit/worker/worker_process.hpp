@@ -121,5 +121,12 @@ bool process_exists(pid_t pid);
 char process_state(pid_t pid);
 /// The parent pid from /proc/<pid>/stat, or -1.
 pid_t parent_of(pid_t pid);
+/// Waits (at most `timeout`, a safety net) until `pid` has exited (a zombie
+/// counts), on a pidfd rather than by polling; true if it did (or was
+/// already gone).
+bool wait_until_exited(pid_t pid, std::chrono::milliseconds timeout);
+/// Waits (polling /proc/<pid>/syscall, at most `timeout`) until `pid`'s main
+/// thread is blocked in system call `nr`: the code before it has run.
+bool wait_until_in_syscall(pid_t pid, long nr, std::chrono::milliseconds timeout);
 
 } // namespace castellan::test
