@@ -6,8 +6,10 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -229,13 +231,14 @@ BOOST_AUTO_TEST_CASE(the_worker_dies_with_its_parent) {
   BOOST_REQUIRE(worker > 0);
   int st = 0;
   BOOST_REQUIRE(::waitpid(middle, &st, 0) == middle);
-  // Gone, or a zombie waiting for whoever inherited it.
+  // Gone, or a zombie waiting for whoever inherited it: its pidfd becomes
+  // readable when it exits (ESRCH: reaped already). 30 s is a safety net.
   bool dead = false;
-  for (int i = 0; i < 500 && !dead; ++i) {
-    auto stat = read_text_file("/proc/" + std::to_string(worker) + "/stat");
-    dead = !stat || stat->find(") Z") != std::string::npos;
-    if (!dead)
-      ::usleep(10'000);
+  if (unique_fd pidfd{static_cast<int>(::syscall(SYS_pidfd_open, worker, 0))}; !pidfd) {
+    dead = errno == ESRCH;
+  } else {
+    pollfd exited{pidfd.get(), POLLIN, 0};
+    dead = ::poll(&exited, 1, 30'000) == 1;
   }
   BOOST_TEST(dead, "worker " << worker << " outlived its parent");
 }

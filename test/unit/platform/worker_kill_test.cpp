@@ -76,8 +76,12 @@ bool alive(pid_t pid) {
   return close != std::string::npos && close + 2 < line.size() && line[close + 2] != 'Z';
 }
 
+/// Polls `pred` until it holds or `limit` passes. Used where no event tells
+/// the test (a cgroup v1 gaining or losing members, a process that someone
+/// else reaps); the limit is a safety net for a loaded machine, not a timing
+/// assertion.
 template <class Pred>
-bool eventually(Pred pred, std::chrono::milliseconds limit = 10s) {
+bool eventually(Pred pred, std::chrono::milliseconds limit = 30s) {
   const auto end = std::chrono::steady_clock::now() + limit;
   while (!pred()) {
     if (std::chrono::steady_clock::now() > end)
