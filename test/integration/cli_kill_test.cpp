@@ -5,6 +5,13 @@
 
 #include <boost/test/unit_test.hpp>
 
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <cstdio>
 #include <fstream>
 #include <iterator>
@@ -96,31 +103,58 @@ BOOST_AUTO_TEST_CASE(isolated_mode_times_out_the_same_way) {
 }
 
 BOOST_AUTO_TEST_CASE(ctrl_c_cancels_with_125_and_keeps_the_output) {
-  // The shell sends SIGINT every 200 ms until the CLI exits: the first ones
-  // may come before the exec reached a worker (a cancel then finds it
-  // queued, or not yet known, and is a no-op); one lands while it runs.
+  // One SIGINT, sent once the exec runs and its output is in the ring (not
+  // after a guessed delay): the cancel finds it running and the result keeps
+  // what it printed.
   const std::string tag = castellan::test::unique_task_name("ckcc");
   const std::string code = castellan::test::python_set_task_name(tag) +
                            "import time\nprint('working', flush=True)\ntime.sleep(120)\n";
-  const std::string script =
-    "\"$0\" exec --json --timeout 60s \"$1\" > \"$2\" & p=$!\n"
-    "sleep 0.5\n"
-    "while kill -0 $p 2>/dev/null; do kill -INT $p; sleep 0.2; done\n"
-    "wait $p\n";
-  const std::string out_file = "/tmp/castellan-it-cancel-" + std::to_string(::getpid()) + ".json";
-  auto r = run_process({"/bin/sh", "-c", script, castellan_cli(), code, out_file}, {}, 120);
-  BOOST_TEST(r.exit_code == 125, r.err);
-  BOOST_TEST(r.err.find("cancelling exec") != std::string::npos, r.err);
-  std::ifstream in(out_file);
-  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  std::remove(out_file.c_str());
+  const std::string base = "/tmp/castellan-it-cancel-" + std::to_string(::getpid());
+  const std::string out_file = base + ".json";
+  const std::string err_file = base + ".err";
+  const std::string cli_path = castellan_cli();
+  const pid_t pid = ::fork();
+  BOOST_REQUIRE(pid >= 0);
+  if (pid == 0) {
+    const int out = ::open(out_file.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    const int err = ::open(err_file.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    const int null = ::open("/dev/null", O_RDONLY);
+    if (out < 0 || err < 0 || null < 0 || ::dup2(null, 0) < 0 || ::dup2(out, 1) < 0 ||
+        ::dup2(err, 2) < 0)
+      ::_exit(127);
+    ::execl(cli_path.c_str(), cli_path.c_str(), "exec", "--json", "--mode", "isolated",
+            "--timeout", "60s", code.c_str(), static_cast<char*>(nullptr));
+    ::_exit(127);
+  }
+  const int pidfd = static_cast<int>(::syscall(SYS_pidfd_open, pid, 0));
+  BOOST_REQUIRE(pidfd >= 0);
+  const bool running = castellan::test::wait_until_task_in_syscall(tag, SYS_clock_nanosleep) &&
+                       castellan::test::wait_until_harness_drained(tag);
+  BOOST_CHECK_MESSAGE(running, "the exec was not seen asleep after its print within 30 s");
+  BOOST_REQUIRE_EQUAL(::kill(pid, SIGINT), 0);
+  pollfd exited{pidfd, POLLIN, 0};
+  const bool ended = ::poll(&exited, 1, 60'000) == 1;
+  if (!ended)
+    ::kill(pid, SIGKILL);
+  int status = 0;
+  BOOST_REQUIRE_EQUAL(::waitpid(pid, &status, 0), pid);
+  ::close(pidfd);
+  BOOST_TEST(ended, "the CLI did not end within 60 s of SIGINT");
+  auto slurp = [](const std::string& path) {
+    std::ifstream in(path);
+    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    std::remove(path.c_str());
+    return text;
+  };
+  const std::string text = slurp(out_file);
+  const std::string err = slurp(err_file);
+  BOOST_TEST((WIFEXITED(status) && WEXITSTATUS(status) == 125), "status " << status << ": " << err);
+  BOOST_TEST(err.find("cancelling exec") != std::string::npos, err);
   auto j = nlohmann::json::parse(text, nullptr, false);
   BOOST_REQUIRE_MESSAGE(j.is_object(), text);
   BOOST_TEST(j["error_class"] == "cancelled");
   BOOST_TEST(j["exit_code"] == 125);
-  // Either it ran (and printed) or it was still queued; with one warm worker
-  // and a 0.5 s start it is normally the first.
-  BOOST_TEST_MESSAGE("cancelled result: " << j["detail"]);
+  BOOST_TEST(j["stdout"] == "working\n");
   auto left = castellan::test::wait_until_no_task_named(tag);
   BOOST_TEST(left.empty());
 }

@@ -1,12 +1,16 @@
 #include "support/process_scan.hpp"
 
 #include <dirent.h>
+#include <fcntl.h>
+#include <sys/ioctl.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <chrono>
 #include <cstdlib>
 #include <fstream>
+#include <sstream>
 #include <thread>
 
 namespace castellan::test {
@@ -71,6 +75,48 @@ bool wait_until_task_in_syscall(const std::string& name, long nr, int timeout_ms
       std::ifstream in("/proc/" + std::to_string(tid) + "/syscall");
       long current = -1;
       if (in >> current && current == nr)
+        return true;
+    }
+    if (std::chrono::steady_clock::now() >= deadline)
+      return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+}
+
+namespace {
+
+/// The parent pid of `pid` from /proc, or -1.
+pid_t parent_of(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  std::string line;
+  if (!std::getline(in, line) || line.rfind(')') == std::string::npos)
+    return -1;
+  std::istringstream rest(line.substr(line.rfind(')') + 1));
+  char state = 0;
+  pid_t ppid = -1;
+  rest >> state >> ppid;
+  return ppid;
+}
+
+} // namespace
+
+bool wait_until_harness_drained(const std::string& name, int timeout_ms) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+  for (;;) {
+    for (const pid_t exec : tasks_named(name)) {
+      const pid_t harness = parent_of(parent_of(exec));
+      if (harness <= 0)
+        continue;
+      const int fd = ::open(("/proc/" + std::to_string(exec) + "/fd/1").c_str(),
+                            O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+      if (fd < 0)
+        continue;
+      int unread = -1;
+      const bool empty = ::ioctl(fd, FIONREAD, &unread) == 0 && unread == 0;
+      ::close(fd);
+      std::ifstream in("/proc/" + std::to_string(harness) + "/syscall");
+      long nr = -1;
+      if (empty && in >> nr && nr == SYS_poll)
         return true;
     }
     if (std::chrono::steady_clock::now() >= deadline)

@@ -33,4 +33,13 @@ std::vector<pid_t> wait_until_no_task_named(const std::string& name, int timeout
 /// that call has run. True once one is seen there.
 bool wait_until_task_in_syscall(const std::string& name, long nr, int timeout_ms = 30000);
 
+/// For an isolated-mode exec whose process is named `name`: waits (at most
+/// `timeout_ms`, a safety net) until what it wrote to its fd 1 is in the
+/// ring. That fd is a pipe the harness (the zygote's parent) drains into the
+/// ring from its poll loop; the output is there once the pipe is empty and
+/// the harness is blocked in poll again (it forwards what it read before it
+/// polls). Call it once the exec is past its writes (e.g. blocked in a
+/// later call, see wait_until_task_in_syscall).
+bool wait_until_harness_drained(const std::string& name, int timeout_ms = 30000);
+
 } // namespace castellan::test

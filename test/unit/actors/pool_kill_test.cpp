@@ -4,15 +4,9 @@
 
 #include <boost/test/unit_test.hpp>
 
-#include <fcntl.h>
-#include <sys/ioctl.h>
 #include <sys/syscall.h>
-#include <unistd.h>
 
 #include <chrono>
-#include <fstream>
-#include <sstream>
-#include <thread>
 #include <map>
 #include <string>
 
@@ -70,49 +64,6 @@ struct kill_fixture : test::pool_fixture {
   }
 };
 
-/// The parent pid of `pid` from /proc, or -1.
-pid_t parent_of(pid_t pid) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
-  std::string line;
-  if (!std::getline(in, line))
-    return -1;
-  std::istringstream rest(line.substr(line.rfind(')') + 1));
-  char state = 0;
-  pid_t ppid = -1;
-  rest >> state >> ppid;
-  return ppid;
-}
-
-/// In isolated mode the exec's process prints into a pipe (its fd 1) that
-/// the harness, the zygote's parent, drains into the ring from its poll loop:
-/// the output is in the ring once the pipe is empty and the harness is
-/// blocked in poll again (it forwards what it read before it polls). Waits
-/// for that (30 s safety net) for the exec process named `tag`.
-bool harness_drained(const std::string& tag) {
-  const auto deadline = std::chrono::steady_clock::now() + 30s;
-  for (;;) {
-    for (const pid_t exec : test::tasks_named(tag)) {
-      const pid_t harness = parent_of(parent_of(exec));
-      if (harness <= 0)
-        continue;
-      const int fd = ::open(("/proc/" + std::to_string(exec) + "/fd/1").c_str(),
-                            O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-      if (fd < 0)
-        continue;
-      int unread = -1;
-      const bool empty = ::ioctl(fd, FIONREAD, &unread) == 0 && unread == 0;
-      ::close(fd);
-      std::ifstream in("/proc/" + std::to_string(harness) + "/syscall");
-      long nr = -1;
-      if (empty && in >> nr && nr == SYS_poll)
-        return true;
-    }
-    if (std::chrono::steady_clock::now() >= deadline)
-      return false;
-    std::this_thread::sleep_for(1ms);
-  }
-}
-
 exec_request request(std::string code, uint64_t id, uint64_t timeout_ms = 0) {
   exec_request req;
   req.code = std::move(code);
@@ -141,7 +92,7 @@ BOOST_AUTO_TEST_CASE(cancel_kills_a_running_exec_with_125_and_keeps_its_output) 
       BOOST_REQUIRE_MESSAGE(test::wait_until_task_in_syscall(tag, SYS_clock_nanosleep),
                             "the exec's task " << tag << " was not seen in time.sleep within 30 s");
       if (mode == exec_mode::isolated)
-        BOOST_REQUIRE_MESSAGE(harness_drained(tag),
+        BOOST_REQUIRE_MESSAGE(test::wait_until_harness_drained(tag),
                               "the harness did not forward the exec's output within 30 s");
       auto reply = cancel(pool, 41);
       BOOST_TEST((reply.outcome == cancel_outcome::cancelled_running), reply.detail);
