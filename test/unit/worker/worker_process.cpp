@@ -197,13 +197,15 @@ std::string worker_process::diagnostics() {
 }
 
 void worker_process::send(ipc::message_type type, uint32_t request_id, std::string_view payload) {
-  const auto deadline = clock::now() + 10s;
+  // The worker frees ring space without telling this side: poll, with a
+  // 30 s safety net.
+  const auto deadline = clock::now() + 30s;
   for (;;) {
     const auto st = writer_->write(type, request_id, payload);
     if (st == ipc::ring_status::ok)
       break;
     BOOST_REQUIRE_MESSAGE(st == ipc::ring_status::full, "to_worker ring is corrupt");
-    BOOST_REQUIRE_MESSAGE(clock::now() < deadline, "to_worker ring stayed full");
+    BOOST_REQUIRE_MESSAGE(clock::now() < deadline, "to_worker ring stayed full for 30 s");
     std::this_thread::sleep_for(1ms);
   }
   BOOST_REQUIRE(to_worker_->ring().has_value());
