@@ -227,8 +227,15 @@ BOOST_AUTO_TEST_CASE(a_stalled_reader_means_backpressure_then_counted_drops) {
         lines += buf[i] == '\n' ? 1 : 0;
     }
   });
-  for (int i = 0; i < 10; ++i)
+  for (int i = 0; i < 10; ++i) {
+    // Push once the writer has made room (30 s safety net): a push into a
+    // full queue waits only 100 ms, which a starved machine can outlast.
+    const auto deadline = std::chrono::steady_clock::now() + 30s;
+    while (pressure->queued() >= pressure->capacity() &&
+           std::chrono::steady_clock::now() < deadline)
+      std::this_thread::sleep_for(1ms);
     BOOST_TEST((sink->push("\"" + big + "\"") == file_sink::push_status::queued));
+  }
   const auto pushed = sink->stats().pushed;
   sink.reset(); // drains, closes: the reader sees EOF
   drain.join();
