@@ -3,8 +3,8 @@
 namespace castellan {
 
 nlohmann::json to_json(const policy_event& e) {
-  return {{"kind", e.kind},         {"syscall", e.syscall}, {"target", e.target},
-          {"decision", e.decision}, {"rule", e.rule},       {"pid", e.pid},
+  return {{"kind", to_string(e.kind)},         {"syscall", e.syscall}, {"target", e.target},
+          {"decision", to_string(e.decision)}, {"rule", e.rule},       {"pid", e.pid},
           {"timestamp_ns", e.timestamp_ns}};
 }
 

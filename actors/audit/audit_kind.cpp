@@ -42,13 +42,15 @@ bool from_string(std::string_view name, audit_kind& out) {
   return false;
 }
 
-audit_kind security_kind(std::string_view policy_event_kind) {
-  if (policy_event_kind == "syscall_denied")
-    return audit_kind::syscall_denied;
-  if (policy_event_kind == "policy_warning")
-    return audit_kind::policy_warning;
-  if (policy_event_kind == "optimistic_violation")
-    return audit_kind::optimistic_violation;
+audit_kind security_kind(event_kind kind) {
+  switch (kind) {
+    case event_kind::syscall_denied:
+      return audit_kind::syscall_denied;
+    case event_kind::policy_warning:
+      return audit_kind::policy_warning;
+    case event_kind::optimistic_violation:
+      return audit_kind::optimistic_violation;
+  }
   return audit_kind::policy_event;
 }
 

@@ -10,6 +10,8 @@
 #include <string>
 #include <string_view>
 
+#include "actors/policy_event.hpp"
+
 namespace castellan {
 
 /// The `kind` field of an audit record.
@@ -49,10 +51,10 @@ std::string_view kind_name(audit_kind x);
 /// Parses a kind name; false if unknown.
 bool from_string(std::string_view name, audit_kind& out);
 
-/// The kind of a `policy_event` by its `kind` text; unknown texts map to
-/// `audit_kind::policy_event`, which is always recorded (a security event this
-/// build does not know is never silently filtered).
-audit_kind security_kind(std::string_view policy_event_kind);
+/// The kind of a `policy_event`; a value this build does not know (from
+/// another node) maps to `audit_kind::policy_event`, which is always recorded
+/// (a security event this build does not know is never silently filtered).
+audit_kind security_kind(event_kind kind);
 
 /// True for the kinds recorded whatever the policy says: denials, optimistic
 /// violations, rejected policies, timeouts, OOM kills, lost workers, unknown

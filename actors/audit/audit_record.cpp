@@ -142,10 +142,11 @@ audit_record encode(const security_event& x, uint64_t seq, int64_t now_ns) {
   auto j = head(kind, ts, seq);
   exec_fields(j, x.exec_id, x.pool, x.worker_id, x.policy);
   if (kind == audit_kind::policy_event)
-    j["event_kind"] = bounded(x.event.kind);
+    // A kind from a newer node: its number, since no name is known here.
+    j["event_kind"] = std::to_string(static_cast<unsigned>(x.event.kind));
   j["syscall"] = bounded(x.event.syscall);
   j["target"] = bounded(x.event.target);
-  j["decision"] = bounded(x.event.decision);
+  j["decision"] = to_string(x.event.decision);
   j["rule"] = bounded(x.event.rule);
   j["pid"] = x.event.pid;
   return finish(std::move(j), kind, ts, seq, x.exec_id, x.pool);

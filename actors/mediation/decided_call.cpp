@@ -101,15 +101,15 @@ policy::decision rules_only(const policy::decision& d) {
   return d;
 }
 
-policy_event make_event(const char* kind, const char* syscall, std::string target,
+policy_event make_event(event_kind kind, const char* syscall, std::string target,
                         policy::action verdict, std::string_view rule, pid_t pid) {
   policy_event e;
   e.kind = kind;
   e.syscall = syscall;
   e.target = std::move(target);
-  e.decision = verdict == policy::action::deny   ? "deny"
-               : verdict == policy::action::warn ? "warn"
-                                                 : "allow";
+  e.decision = verdict == policy::action::deny   ? event_decision::deny
+               : verdict == policy::action::warn ? event_decision::warn
+                                                 : event_decision::allow;
   e.rule = std::string(rule);
   e.pid = pid;
   e.timestamp_ns = now_ns();

@@ -48,7 +48,7 @@ policy::decision rules_only(const policy::decision& d);
 
 /// The event a decided call reports (syscall_denied, policy_warning,
 /// optimistic_violation), stamped now.
-policy_event make_event(const char* kind, const char* syscall, std::string target,
+policy_event make_event(event_kind kind, const char* syscall, std::string target,
                         policy::action verdict, std::string_view rule, pid_t pid);
 
 } // namespace mediation

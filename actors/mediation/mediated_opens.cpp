@@ -361,8 +361,9 @@ void syscall_mediator::end_for_denied_read(mediated_worker& w, call& c, mediatio
   w.killed = true;
   (void)w.listener->respond_error(c.n.id, EACCES);
   r.what = mediation_result::outcome::kill;
-  r.event = make_event("optimistic_violation", c.name, canon, d.verdict, d.pointer, c.n.pid);
-  r.event.decision = "kill";
+  r.event = make_event(event_kind::optimistic_violation, c.name, canon, d.verdict, d.pointer,
+                       c.n.pid);
+  r.event.decision = event_decision::kill;
 }
 
 unique_fd syscall_mediator::reopen_for_caller(const open_request& o, int opath, bool fifo) {

@@ -379,7 +379,7 @@ void syscall_mediator::send_denial_detail(const mediated_worker& w, const policy
 void syscall_mediator::deny(call& c, const std::string& target, const pol::decision& d, int err) {
   c.r->what = mediation_result::outcome::deny;
   c.r->errno_value = err;
-  c.r->event = make_event("syscall_denied", c.name, target, pol::action::deny, d.pointer, c.n.pid);
+  c.r->event = make_event(event_kind::syscall_denied, c.name, target, pol::action::deny, d.pointer, c.n.pid);
   send_denial_detail(*c.w, c.r->event, err);
   (void)c.listener().respond_error(c.n.id, err);
 }
@@ -388,7 +388,7 @@ void syscall_mediator::warn(call& c, const std::string& target, const pol::decis
   if (c.r->what == mediation_result::outcome::gone)
     return;
   c.r->what = mediation_result::outcome::warn;
-  c.r->event = make_event("policy_warning", c.name, target, pol::action::warn, d.pointer, c.n.pid);
+  c.r->event = make_event(event_kind::policy_warning, c.name, target, pol::action::warn, d.pointer, c.n.pid);
 }
 
 void syscall_mediator::performed(call& c, bool ok, const change_verdict& v) {

@@ -144,7 +144,7 @@ std::string check(kind k, uint64_t n, const exec_result& r) {
     why = expect(error_class::policy_kill, 137);
     if (why.empty() && r.stdout_data.find("s3cr3t") != std::string::npos)
       why = "the denied file's content reached stdout";
-    if (why.empty() && (r.events.empty() || r.events.back().kind != "optimistic_violation" ||
+    if (why.empty() && (r.events.empty() || r.events.back().kind != event_kind::optimistic_violation ||
                         r.events.back().target != "/tmp/secret/key"))
       why = "no optimistic_violation event for /tmp/secret/key";
     break;

@@ -33,7 +33,8 @@ BOOST_FIXTURE_TEST_CASE(results_survive_binary_serialization, test::actor_system
   r.stdout_truncated = true;
   r.has_exception = true;
   r.exception = {"ValueError", "x", "Traceback"};
-  r.events.push_back({"syscall_denied", "openat", "/etc/shadow", "deny", "/fs/rules/2", 7, 99});
+  r.events.push_back({event_kind::optimistic_violation, "openat", "/etc/shadow",
+                      event_decision::kill, "/fs/rules/2", 7, 99});
   r.timing = {11, 22};
   r.usage = {33, 44};
   r.worker_id = 5;
@@ -46,6 +47,10 @@ BOOST_FIXTURE_TEST_CASE(results_survive_binary_serialization, test::actor_system
   BOOST_REQUIRE(!source(back));
   BOOST_TEST(dump_json(to_json(back)) == dump_json(to_json(r)));
   BOOST_TEST(back.events.at(0).rule == "/fs/rules/2");
+  BOOST_TEST((back.events.at(0).kind == event_kind::optimistic_violation));
+  BOOST_TEST((back.events.at(0).decision == event_decision::kill));
+  BOOST_TEST(to_json(back)["events"][0]["kind"] == "optimistic_violation");
+  BOOST_TEST(to_json(back)["events"][0]["decision"] == "kill");
 }
 
 BOOST_AUTO_TEST_CASE(json_has_every_documented_field) {

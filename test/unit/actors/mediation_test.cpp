@@ -30,7 +30,7 @@ std::string probe_binary() {
 const policy_event* find_event(const exec_result& r, const std::string& kind,
                                const std::string& target) {
   auto it = std::find_if(r.events.begin(), r.events.end(), [&](const policy_event& e) {
-    return e.kind == kind && e.target == target;
+    return to_string(e.kind) == kind && e.target == target;
   });
   return it == r.events.end() ? nullptr : &*it;
 }
@@ -61,7 +61,7 @@ void expect_lines(const exec_result& r, std::initializer_list<const char*> lines
 void expect_event(const exec_result& r, const std::string& kind, const std::string& syscall,
                   const std::string& target, const std::string& rule) {
   auto it = std::find_if(r.events.begin(), r.events.end(), [&](const policy_event& e) {
-    return e.kind == kind && e.target == target && e.syscall == syscall;
+    return to_string(e.kind) == kind && e.target == target && e.syscall == syscall;
   });
   BOOST_REQUIRE_MESSAGE(it != r.events.end(),
                         "no " << kind << " event of " << syscall << " for " << target);
@@ -153,7 +153,7 @@ print('later', open('/tmp/fine.txt').read())
   BOOST_TEST(r.stdout_data.find("later ok\n") != std::string::npos, r.stdout_data);
   const auto* e = find_event(r, "syscall_denied", "/tmp/denied/report.txt");
   BOOST_REQUIRE(e != nullptr);
-  BOOST_TEST(e->decision == "deny");
+  BOOST_TEST((e->decision == event_decision::deny));
   BOOST_TEST(e->rule == "/fs/rules/10");
   BOOST_TEST(e->syscall == "openat");
   BOOST_TEST(e->pid > 0);
@@ -218,7 +218,7 @@ print('leaked', data)
   BOOST_TEST(r.detail.find("/tmp/secret/key") != std::string::npos, r.detail);
   const auto* e = find_event(r, "optimistic_violation", "/tmp/secret/key");
   BOOST_REQUIRE(e != nullptr);
-  BOOST_TEST(e->decision == "kill");
+  BOOST_TEST((e->decision == event_decision::kill));
   BOOST_TEST(e->rule == "/fs/rules/11");
   // A fresh worker serves the next exec.
   auto next = exec_code(pool, "print('fresh')");
@@ -239,7 +239,7 @@ print(open('/tmp/warned/notes').read())
   BOOST_TEST(r.stdout_data == "w\n");
   const auto* e = find_event(r, "policy_warning", "/tmp/warned/notes");
   BOOST_REQUIRE(e != nullptr);
-  BOOST_TEST(e->decision == "warn");
+  BOOST_TEST((e->decision == event_decision::warn));
   BOOST_TEST(e->rule == "/fs/rules/12");
 }
 

@@ -322,7 +322,7 @@ BOOST_AUTO_TEST_CASE(an_edit_reaches_new_execs_running_ones_finish_under_the_old
   BOOST_TEST(new_run.worker_id != running.worker_id);
   BOOST_TEST(new_run.stdout_data == "FileNotFoundError FileNotFoundError PermissionError\n");
   BOOST_REQUIRE(!new_run.events.empty());
-  BOOST_TEST(new_run.events.front().kind == "syscall_denied");
+  BOOST_TEST((new_run.events.front().kind == event_kind::syscall_denied));
   BOOST_TEST(new_run.events.front().target == "/tmp/denied");
 
   // A broken edit: refused, audited, and the revision in force stays.

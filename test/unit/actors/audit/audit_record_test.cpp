@@ -110,7 +110,7 @@ BOOST_AUTO_TEST_CASE(security_events_fields) {
   }
   auto j = parse(encode(test::sample_security("novel_kind"), 3, 1));
   BOOST_TEST(j["kind"] == "policy_event");
-  BOOST_TEST(j["event_kind"] == "novel_kind");
+  BOOST_TEST(j["event_kind"] == "200"); // its number: no name is known here
 }
 
 BOOST_AUTO_TEST_CASE(worker_lost_policy_rejected_connection_drop_report_fields) {

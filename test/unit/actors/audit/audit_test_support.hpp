@@ -78,16 +78,21 @@ inline exec_finished sample_finished(error_class cls) {
   return x;
 }
 
+/// `kind` names an event kind; any other text stands for a kind this build
+/// does not know (a value from a newer node).
 inline security_event sample_security(const std::string& kind) {
   security_event x;
   x.exec_id = 42;
   x.pool = "default";
   x.worker_id = 3;
   x.policy = "strict";
-  x.event.kind = kind;
+  if (!from_string(kind, x.event.kind))
+    x.event.kind = static_cast<event_kind>(200);
   x.event.syscall = "openat";
   x.event.target = "/etc/shadow";
-  x.event.decision = kind == "policy_warning" ? "warn" : kind == "syscall_denied" ? "deny" : "kill";
+  x.event.decision = kind == "policy_warning"   ? event_decision::warn
+                     : kind == "syscall_denied" ? event_decision::deny
+                                                : event_decision::kill;
   x.event.rule = "/fs/rules/0";
   x.event.pid = 77;
   x.event.timestamp_ns = 1'763'769'241'323'456'789;

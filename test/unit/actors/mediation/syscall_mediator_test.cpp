@@ -194,7 +194,7 @@ BOOST_AUTO_TEST_CASE(a_denied_write_is_refused_and_an_allowed_one_gets_the_file)
   BOOST_REQUIRE(results.size() == 2u);
   BOOST_TEST((results[0].what == mediation_result::outcome::deny));
   BOOST_TEST(results[0].errno_value == EACCES);
-  BOOST_TEST(results[0].event.kind == "syscall_denied");
+  BOOST_TEST((results[0].event.kind == event_kind::syscall_denied));
   BOOST_TEST(results[0].event.target == denied);
   BOOST_TEST(results[0].event.rule == last_rule(*p));
   BOOST_TEST((results[1].what == mediation_result::outcome::allow));
@@ -223,8 +223,8 @@ BOOST_AUTO_TEST_CASE(a_read_the_policy_denies_ends_the_caller_before_it_holds_th
   BOOST_TEST((WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL));
   BOOST_REQUIRE(results.size() == 1u);
   BOOST_TEST((results[0].what == mediation_result::outcome::kill));
-  BOOST_TEST(results[0].event.kind == "optimistic_violation");
-  BOOST_TEST(results[0].event.decision == "kill");
+  BOOST_TEST((results[0].event.kind == event_kind::optimistic_violation));
+  BOOST_TEST((results[0].event.decision == event_decision::kill));
   BOOST_TEST(results[0].event.target == secret);
   BOOST_TEST(results[0].event.rule == last_rule(*p));
 }
