@@ -233,9 +233,24 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "bench_notify: %s\n", plain.to_failure().describe().c_str());
     return 1;
   }
-  // The same policy plus carve-outs: opens for writing, mkdir and the
-  // calls with an address are decided.
+  // `default` denies the sandbox's own addresses too, so it gets no loopback
+  // and the connect loop has nothing to connect to. Not decided: network
+  // allowed by default (the loopback comes up, nothing local can be stopped,
+  // so the kernel alone answers; this pool has no egress proxy, so nothing
+  // leaves the sandbox either).
   policy::policy_document decided = *plain;
+  plain->defaults.net = policy::action::allow;
+  // Decided: the same policy allows UDP to 127.0.0.1:9 by a rule, and with
+  // its carve-outs opens for writing, mkdir and the calls with an address
+  // are decided.
+  policy::net_rule local;
+  local.verdict = policy::action::allow;
+  local.proto = policy::net_proto::udp;
+  local.cidr = *policy::parse_cidr("127.0.0.1/32");
+  local.cidr_text = "127.0.0.1/32";
+  local.ports = {{9, 9}};
+  local.ports_text = "9";
+  decided.net_rules.push_back(local);
   policy::fs_rule carve;
   carve.verdict = policy::action::deny;
   carve.path = "/tmp/never";
