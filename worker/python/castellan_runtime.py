@@ -355,6 +355,17 @@ class HarnessCore:
         return io.TextIOWrapper(buffered, encoding="utf-8", errors=errors, newline="\n",
                                 line_buffering=False, write_through=False)
 
+    def _install_exec_stdio(self):
+        """What an exec's code sees as its process's stdio: stdout and stderr
+        that write frames (undecodable text kept as surrogates on stdout,
+        escaped on stderr), an empty stdin, and argv of its own."""
+        self.out = self._make_writer(wire.STDOUT, 1, "surrogateescape")
+        self.err = self._make_writer(wire.STDERR, 2, "backslashreplace")
+        sys.stdout = sys.__stdout__ = self.out
+        sys.stderr = sys.__stderr__ = self.err
+        sys.stdin = sys.__stdin__ = io.TextIOWrapper(io.BytesIO(b""), encoding="utf-8")
+        sys.argv = ["<exec>"]
+
     def _prepare(self, request_id):
         """A clean process state for the next request: fresh stdio writers,
         fd 1/2 on the pumps, and what user code may have changed restored."""
@@ -364,12 +375,7 @@ class HarnessCore:
                 pump.restore()
             except OSError as e:
                 self.diag(f"cannot restore fd {pump.target_fd}: {e.strerror}")
-        self.out = self._make_writer(wire.STDOUT, 1, "surrogateescape")
-        self.err = self._make_writer(wire.STDERR, 2, "backslashreplace")
-        sys.stdout = sys.__stdout__ = self.out
-        sys.stderr = sys.__stderr__ = self.err
-        sys.stdin = sys.__stdin__ = io.TextIOWrapper(io.BytesIO(b""), encoding="utf-8")
-        sys.argv = ["<exec>"]
+        self._install_exec_stdio()
         sys.path[:] = self.saved_path
         sys.settrace(None)
         sys.setprofile(None)

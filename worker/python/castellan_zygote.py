@@ -10,7 +10,6 @@ or says the worker must retire.
 """
 
 import builtins
-import io
 import os
 import select
 import sys
@@ -19,7 +18,6 @@ import types
 import _signal as signal  # the C module: `signal` itself imports enum (~2.5 ms)
 
 import castellan_plumbing as plumbing
-import castellan_wire as wire
 from castellan_fork_mode import (_ANSWER_HEADER, _CODE_HEADER, _EXEC_FAILURE, _NOT_TIGHTENED,
                                  _PR_SET_CHILD_SUBREAPER, _REPORT_MAX, _RUN_COMMAND,
                                  _TIGHTEN_REFUSED, _TIGHTENED, _WALL, _pack_report,
@@ -190,12 +188,7 @@ class Zygote:
         os._exit(), which flushes no C buffer, and an fflush through ctypes
         in every child would cost more than an unbuffered printf now and
         then)."""
-        self.out = self._make_writer(wire.STDOUT, 1, "surrogateescape")
-        self.err = self._make_writer(wire.STDERR, 2, "backslashreplace")
-        sys.stdout = sys.__stdout__ = self.out
-        sys.stderr = sys.__stderr__ = self.err
-        sys.stdin = sys.__stdin__ = io.TextIOWrapper(io.BytesIO(b""), encoding="utf-8")
-        sys.argv = ["<exec>"]
+        self._install_exec_stdio()
         self.fork_main = types.ModuleType("__main__")
         self.fork_main.__dict__["__builtins__"] = builtins
         sys.modules["__main__"] = self.fork_main
