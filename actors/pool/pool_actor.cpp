@@ -1078,20 +1078,6 @@ pool_internal_actor::behavior_type pool_impl(pool_ptr self, pool_config base,
 
 } // namespace
 
-const char* to_string(exec_mode m) noexcept {
-  return m == exec_mode::isolated ? "isolated" : "shared";
-}
-
-bool from_string(std::string_view text, exec_mode& out) noexcept {
-  if (text == "isolated")
-    out = exec_mode::isolated;
-  else if (text == "shared")
-    out = exec_mode::shared;
-  else
-    return false;
-  return true;
-}
-
 uint16_t relay_port_of(const pool_config& cfg) {
   return cfg.egress_policy && cfg.proxy ? cfg.egress_port : 0;
 }
