@@ -158,6 +158,8 @@ struct pool_state {
   bool refill_scheduled = false;
   bool shutting_down = false;
   std::string last_spawn_error;
+  /// Who receives worker state events (subscribe_atom); none: none is made.
+  std::vector<worker_state_listener> listeners;
   // Declared last, destroyed first: the thread is joined before the worker
   // fds it polls are closed.
   std::unique_ptr<worker_event_source> events;
@@ -165,9 +167,8 @@ struct pool_state {
 
 using pool_ptr = pool_internal_actor::stateful_pointer<pool_state>;
 
-void publish(pool_ptr self, uint64_t id, const worker_slot& slot, std::string reason = {}) {
-  if (!self->state.cfg.listener)
-    return;
+worker_state_event state_event(pool_ptr self, uint64_t id, const worker_slot& slot,
+                               std::string reason) {
   worker_state_event ev;
   ev.pool = self->state.cfg.name;
   ev.worker_id = id;
@@ -175,7 +176,16 @@ void publish(pool_ptr self, uint64_t id, const worker_slot& slot, std::string re
   ev.state = slot.state;
   ev.reason = std::move(reason);
   ev.timestamp_ns = now_ns();
-  self->send(self->state.cfg.listener, std::move(ev));
+  return ev;
+}
+
+void publish(pool_ptr self, uint64_t id, const worker_slot& slot, std::string reason = {}) {
+  const auto& listeners = self->state.listeners;
+  if (listeners.empty())
+    return;
+  const auto ev = state_event(self, id, slot, std::move(reason));
+  for (const auto& l : listeners)
+    self->send(l, ev);
 }
 
 void count(pool_ptr self, const char* metric) {
@@ -917,6 +927,8 @@ pool_internal_actor::behavior_type pool_impl(pool_ptr self, pool_config base,
   auto& st = self->state;
   st.base = std::move(base);
   st.cfg = applied;
+  if (st.base.listener)
+    st.listeners.push_back(st.base.listener);
   auto gen = make_generation(std::move(applied), 1);
   auto events = gen ? worker_event_source::start(caf::actor_cast<caf::strong_actor_ptr>(self))
                     : outcome<std::unique_ptr<worker_event_source>>(gen.error());
@@ -1033,6 +1045,20 @@ pool_internal_actor::behavior_type pool_impl(pool_ptr self, pool_config base,
       // Finished in time (its disarm was still on its way).
     },
     [=](cancel_atom, uint64_t exec_id) -> cancel_reply { return cancel(self, exec_id); },
+    [=](subscribe_atom, const worker_state_listener& who) {
+      auto& ls = self->state.listeners;
+      if (!who || std::find(ls.begin(), ls.end(), who) != ls.end())
+        return;
+      ls.push_back(who);
+      // Where every worker is now: a listener never waits for a transition
+      // that happened before it came.
+      for (const auto& [id, slot] : self->state.workers)
+        self->send(who, state_event(self, id, slot, {}));
+    },
+    [=](unsubscribe_atom, const worker_state_listener& who) {
+      auto& ls = self->state.listeners;
+      ls.erase(std::remove(ls.begin(), ls.end(), who), ls.end());
+    },
     [=](gauge_tick_atom) {
       auto& s = self->state;
       if (!s.cfg.telemetry)

@@ -29,6 +29,9 @@
 
 namespace castellan {
 
+/// Who hears about a pool's worker state transitions (the supervisor).
+using worker_state_listener = caf::typed_actor<caf::reacts_to<worker_state_event>>;
+
 /// What a pool's clients may send it: the handle spawn_pool and the
 /// supervisor's get_pool hand out. What the pool's own parts send it (kernel
 /// events from its event source, its timers) is in pool_internal_actor
@@ -42,11 +45,14 @@ using pool_actor = caf::typed_actor<
   // Cancels exec `exec_id`: kills its worker if it runs, drops it if it is
   // queued; a no-op answer for one that finished or is unknown.
   caf::replies_to<cancel_atom, uint64_t>::with<cancel_reply>,
+  // The listener receives the state of every worker now, then each
+  // transition (until it unsubscribes). With no listener the pool sends no
+  // state events at all.
+  caf::reacts_to<subscribe_atom, worker_state_listener>,
+  caf::reacts_to<unsubscribe_atom, worker_state_listener>,
   // Stop every worker and quit.
   caf::reacts_to<shutdown_atom>>;
 
-/// Who hears about a pool's worker state transitions (the supervisor).
-using worker_state_listener = caf::typed_actor<caf::reacts_to<worker_state_event>>;
 
 /// A pool's spec (pool_spec.hpp: what it is, as data) with the handles a
 /// running pool talks to and what the supervisor derives from its policy.
@@ -59,7 +65,7 @@ struct pool_config : pool_spec {
   /// The description alone.
   const pool_spec& spec() const noexcept { return *this; }
 
-  worker_state_listener listener;    ///< receives worker_state_event (may be null)
+  worker_state_listener listener;    ///< subscribed from the start (may be null)
   /// Receives exec_started/exec_finished/security/worker_lost records (may be
   /// null: nothing is audited). While `audit_backlog` says the audit backlog
   /// is saturated, new requests are answered `busy` rather than letting the

@@ -72,7 +72,6 @@ using supervisor_ptr = supervisor_internal_actor::stateful_pointer<supervisor_st
 /// Spawns (or respawns) the pool `name` and monitors it.
 bool start_pool(supervisor_ptr self, pool_entry& entry) {
   auto& st = self->state;
-  entry.cfg.listener = caf::actor_cast<worker_state_listener>(self);
   entry.cfg.telemetry = st.telemetry;
   entry.cfg.audit = st.audit;
   entry.cfg.audit_backlog = st.pressure;
@@ -92,15 +91,36 @@ bool start_pool(supervisor_ptr self, pool_entry& entry) {
   }
   entry.handle = *pool;
   self->monitor(entry.handle);
+  // State events cost the pool a message per transition: only asked for
+  // while someone listens.
+  if (!st.subscribers.empty())
+    self->send(entry.handle, subscribe_atom::value, caf::actor_cast<worker_state_listener>(self));
   return true;
+}
+
+/// Asks every pool for its state events (the first subscriber came), or
+/// stops them (the last one left).
+void listen_to_pools(supervisor_ptr self, bool on) {
+  const auto me = caf::actor_cast<worker_state_listener>(self);
+  for (const auto& [name, entry] : self->state.pools) {
+    if (!entry.handle)
+      continue;
+    if (on)
+      self->send(entry.handle, subscribe_atom::value, me);
+    else
+      self->send(entry.handle, unsubscribe_atom::value, me);
+  }
 }
 
 void on_down(supervisor_ptr self, const caf::down_msg& msg) {
   auto& st = self->state;
   auto& subs = st.subscribers;
+  const bool had = !subs.empty();
   subs.erase(std::remove_if(subs.begin(), subs.end(),
                             [&](const worker_state_listener& a) { return a.address() == msg.source; }),
              subs.end());
+  if (had && subs.empty() && !st.shutting_down)
+    listen_to_pools(self, false);
   if (st.shutting_down)
     return;
   for (auto it = st.pools.begin(); it != st.pools.end(); ++it) {
@@ -486,11 +506,17 @@ supervisor_internal_actor::behavior_type supervisor_impl(supervisor_ptr self, su
       if (!who)
         return;
       self->monitor(who);
-      self->state.subscribers.push_back(who);
+      auto& subs = self->state.subscribers;
+      subs.push_back(who);
+      if (subs.size() == 1)
+        listen_to_pools(self, true);
     },
     [=](unsubscribe_atom, const worker_state_listener& who) {
       auto& subs = self->state.subscribers;
+      const bool had = !subs.empty();
       subs.erase(std::remove(subs.begin(), subs.end(), who), subs.end());
+      if (had && subs.empty())
+        listen_to_pools(self, false);
     },
     [=](worker_state_event& ev) {
       for (const auto& sub : self->state.subscribers)

@@ -37,7 +37,8 @@ using supervisor_actor = caf::typed_actor<
   // The pool of that name, for callers that want to skip the routing hop.
   caf::replies_to<get_pool_atom, std::string>::with<pool_actor>,
   // The listener receives every worker_state_event from now on (until it
-  // is down or unsubscribes).
+  // is down or unsubscribes); the first one also the state each worker is
+  // in. Pools make no state events while nobody listens.
   caf::reacts_to<subscribe_atom, worker_state_listener>,
   caf::reacts_to<unsubscribe_atom, worker_state_listener>,
   // Prometheus text exposition of every metric.
