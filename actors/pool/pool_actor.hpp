@@ -53,7 +53,6 @@ using pool_actor = caf::typed_actor<
   // Stop every worker and quit.
   caf::reacts_to<shutdown_atom>>;
 
-
 /// A pool's spec (pool_spec.hpp: what it is, as data) with the handles a
 /// running pool talks to and what the supervisor derives from its policy.
 /// Every field of the spec reads as before (`cfg.size`, `cfg.sandbox`); only
