@@ -23,6 +23,7 @@
 #include <spdlog/spdlog.h>
 
 #include "actors/pool/exec_assembly.hpp"
+#include "actors/pool/pool_policy.hpp"
 #include "actors/pool/sandbox_profile.hpp"
 #include "actors/sha256.hpp"
 #include "actors/telemetry/metric_names.hpp"
@@ -1141,18 +1142,6 @@ outcome<pool_config> resolve_pool_config(pool_config cfg) {
     return logic_failure("pool " + cfg.name + ": code limit " + std::to_string(cfg.code_limit) +
                          " does not fit the ring (" + std::to_string(cfg.ring_capacity) +
                          " bytes)");
-  return cfg;
-}
-
-outcome<pool_config> pool_config_under(const pool_config& base,
-                                       const std::shared_ptr<const policy::compiled_policy>& policy) {
-  pool_config cfg = base;
-  if (!policy)
-    return cfg;
-  cfg.policy = policy;
-  cfg.policy_name = policy->name();
-  if (auto ok = apply_policy(policy, cfg); !ok)
-    return ok.error().wrap("pool " + base.name);
   return cfg;
 }
 

@@ -102,11 +102,6 @@ uint16_t relay_port_of(const pool_config& cfg);
 /// are empty, and checks every file and number the pool depends on.
 outcome<pool_config> resolve_pool_config(pool_config cfg);
 
-/// `base` with `policy` applied over it (apply_policy), named after the policy
-/// (`policy_name`); `base` as given when `policy` is null.
-outcome<pool_config> pool_config_under(const pool_config& base,
-                                       const std::shared_ptr<const policy::compiled_policy>& policy);
-
 /// Spawns a pool after checking that its worker binary, harness and
 /// interpreter exist. Its workers start in the background; requests that
 /// arrive before one is ready are queued.

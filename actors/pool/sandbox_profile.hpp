@@ -74,20 +74,7 @@ struct sandbox_profile {
 outcome<platform::sandbox_spec> make_sandbox_spec(const sandbox_profile& profile,
                                                   const std::string& harness);
 
-/// Maps a loaded policy onto a pool: plugins → layers (namespaces=false →
-/// isolation none; best_effort for Landlock), fs allow rules on paths outside
-/// the default root → extra binds with those Landlock rights, exec allow
-/// rules → EXECUTE only there (plus `cfg.python`), antiEscape.denySyscalls →
-/// seccomp, limits → cgroup limits, the default timeout and the
-/// output/code limits (the ring grows to fit the code limit); a policy that
-/// allows network (allows_network) → `cfg.egress_policy`.
-outcome<void> apply_policy(const policy::policy_document& doc, pool_config& cfg);
-
-/// The same for a policy compiled already (a policy actor's snapshot): every
-/// part of the pool that decides with the policy shares `compiled`. The
-/// pool's policy_name stays the caller's.
-outcome<void> apply_policy(const std::shared_ptr<const policy::compiled_policy>& compiled,
-                           pool_config& cfg);
+/// (apply_policy, what a policy makes of a pool, is in pool_policy.hpp.)
 
 /// True when an fs rule on `path` (a pattern) is inside what the default
 /// root already provides (/usr, /etc, /tmp, /dev, … or "/" itself): such a

@@ -9,6 +9,7 @@
 #include "actors/policy/engine/policy_canonical.hpp"
 #include "actors/policy/engine/policy_loader.hpp"
 #include "actors/policy/engine/policy_parser.hpp"
+#include "actors/pool/pool_policy.hpp"
 #include "actors/pool/sandbox_profile.hpp"
 #include "actors/sha256.hpp"
 #include "platform/install_layout.hpp"
@@ -115,26 +116,8 @@ std::vector<policy::policy_error> check_ceiling(const policy::policy_document& d
 } // namespace
 
 pool_config policy_pool_template(const pool_config& default_pool, const policy_pool_config& cfg) {
-  pool_config t = default_pool;
-  sandbox_profile fresh;
-  const auto& d = default_pool.sandbox;
-  fresh.landlock = d.landlock;
-  fresh.landlock_best_effort = d.landlock_best_effort;
-  fresh.seccomp = d.seccomp;
-  fresh.cgroups = d.cgroups;
-  fresh.cgroups_best_effort = d.cgroups_best_effort;
-  fresh.hostname = d.hostname;
-  fresh.tmp_size_bytes = d.tmp_size_bytes;
-  t.sandbox = std::move(fresh);
-  t.egress_policy = nullptr;
-  t.mediation_policy = nullptr;
-  t.proxy = nullptr;
   // A request policy's pool runs under that policy alone.
-  t.policy = nullptr;
-  t.policies = nullptr;
-  t.named_policy.clear();
-  t.name.clear();
-  t.policy_name.clear();
+  pool_config t = pool_without_policy(default_pool);
   if (cfg.pool_size != 0)
     t.size = cfg.pool_size;
   return t;

@@ -10,6 +10,7 @@
 #include <spdlog/spdlog.h>
 
 #include "actors/pool/policy_tightening.hpp"
+#include "actors/pool/pool_policy.hpp"
 #include "actors/telemetry/metric_names.hpp"
 
 namespace castellan {

@@ -19,6 +19,7 @@
 #include "actors/exec_json.hpp"
 #include "actors/interfaces.hpp"
 #include "actors/policy/engine/policy_loader.hpp"
+#include "actors/pool/pool_policy.hpp"
 #include "actors/pool/sandbox_profile.hpp"
 #include "platform/install_layout.hpp"
 #include "apps/castellan/cli_context.hpp"
@@ -188,14 +189,8 @@ int run_request(const exec_options& o, exec_request req,
   if (o.isolation == "none")
     pc.isolation = platform::isolation_mode::none;
   // `run`: the program asked for may be executed, whatever else is denied.
-  if (!req.argv.empty() && pc.sandbox.restrict_execute) {
-    const std::string& prog = req.argv.front();
-    if (prog.find('/') != std::string::npos)
-      pc.sandbox.exec_allowed.push_back(prog);
-    else
-      for (const char* dir : {"/usr/local/bin/", "/usr/bin/", "/bin/"})
-        pc.sandbox.exec_allowed.push_back(dir + prog);
-  }
+  if (!req.argv.empty())
+    allow_program_to_run(pc, req.argv.front());
   sc.pools.push_back(pc);
   if (!o.audit_log.empty()) {
     // The log of this run records everything it did, not only what the

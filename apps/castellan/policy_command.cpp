@@ -26,6 +26,7 @@
 #include "actors/pool/sandbox_fs_rights.hpp"
 #include "actors/pool/sandbox_net_rights.hpp"
 #include "platform/linux/host_permissions.hpp"
+#include "actors/pool/pool_policy.hpp"
 #include "actors/pool/sandbox_profile.hpp"
 #include "platform/install_layout.hpp"
 

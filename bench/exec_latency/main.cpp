@@ -34,6 +34,7 @@
 
 #include "actors/interfaces.hpp"
 #include "actors/policy/engine/policy_loader.hpp"
+#include "actors/pool/pool_policy.hpp"
 #include "actors/pool/sandbox_profile.hpp"
 #include "platform/install_layout.hpp"
 #include "support/percentiles.hpp"

@@ -39,6 +39,7 @@
 #include "actors/policy/engine/ip.hpp"
 #include "actors/policy/engine/policy_loader.hpp"
 #include "actors/pool/pool_actor.hpp"
+#include "actors/pool/pool_policy.hpp"
 #include "platform/install_layout.hpp"
 #include "platform/linux/fd_passing.hpp"
 #include "platform/linux/seccomp_notify.hpp"

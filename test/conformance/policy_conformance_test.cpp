@@ -37,6 +37,7 @@
 #include "actors/policy/engine/policy_loader.hpp"
 #include "actors/pool/sandbox_fs_rights.hpp"
 #include "actors/pool/sandbox_net_rights.hpp"
+#include "actors/pool/pool_policy.hpp"
 #include "actors/pool/sandbox_profile.hpp"
 #include "actors/proxy/proxy_actor.hpp"
 #include "platform/linux/host_permissions.hpp"

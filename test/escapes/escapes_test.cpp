@@ -14,6 +14,7 @@
 #include <sstream>
 
 #include "actors/policy/engine/policy_loader.hpp"
+#include "actors/pool/pool_policy.hpp"
 #include "actors/pool/sandbox_profile.hpp"
 #include "actors/mediation/notify_mapping.hpp"
 #include "platform/linux/landlock.hpp"

@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "actors/policy/engine/policy_loader.hpp"
+#include "actors/pool/pool_policy.hpp"
 #include "actors/pool/sandbox_profile.hpp"
 #include "support/actor_system_fixture.hpp"
 #include "support/leak_snapshot.hpp"

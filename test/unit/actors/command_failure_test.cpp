@@ -12,6 +12,7 @@
 #include <fstream>
 
 #include "actors/policy/engine/policy_loader.hpp"
+#include "actors/pool/pool_policy.hpp"
 #include "actors/pool/sandbox_profile.hpp"
 #include "support/actor_system_fixture.hpp"
 

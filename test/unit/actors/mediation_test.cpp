@@ -15,6 +15,7 @@
 #include <utility>
 
 #include "actors/policy/engine/policy_loader.hpp"
+#include "actors/pool/pool_policy.hpp"
 #include "actors/pool/sandbox_profile.hpp"
 #include "actors/mediation/syscall_mediator.hpp"
 #include "support/actor_system_fixture.hpp"

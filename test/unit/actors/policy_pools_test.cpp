@@ -20,6 +20,7 @@
 
 #include "actors/policy/engine/policy_loader.hpp"
 #include "actors/policy/engine/policy_parser.hpp"
+#include "actors/pool/pool_policy.hpp"
 #include "support/actor_system_fixture.hpp"
 
 using namespace castellan;

@@ -14,6 +14,7 @@
 
 #include "actors/policy/engine/policy_loader.hpp"
 #include "actors/pool/policy_tightening.hpp"
+#include "actors/pool/pool_policy.hpp"
 #include "actors/supervisor/request_policy.hpp"
 #include "support/actor_system_fixture.hpp"
 
