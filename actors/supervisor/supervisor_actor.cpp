@@ -364,8 +364,8 @@ supervisor_internal_actor::behavior_type supervisor_impl(supervisor_ptr self, su
   st.egress = cfg.egress;
   st.policy_cfg = cfg.policy_pools;
   // Request policies are bounded by the default pool as its policy made it
-  // (at start: a later revision of a followed policy does not move the
-  // ceiling). spawn_supervisor checked that the policy applies.
+  // (follow_revision moves the bound with each revision the default pool
+  // follows). spawn_supervisor checked that the policy applies.
   {
     auto applied = pool_config_under(cfg.pools.front(), cfg.pools.front().policy);
     st.policy_template =
