@@ -546,9 +546,7 @@ void on_policy_updated(pool_ptr self, policy_updated& u) {
   if (st.shutting_down || !current || u.policy_name != current->name() || !u.snapshot ||
       u.revision <= current->revision())
     return;
-  auto applied = pool_config_under(st.base, u.snapshot.policy);
-  if (applied)
-    applied = resolve_pool_config(std::move(*applied));
+  auto applied = resolved_under(st.base, u.snapshot.policy);
   if (!applied) {
     reject_reload(self, u, applied.error().describe());
     return;
@@ -1145,13 +1143,19 @@ outcome<pool_config> resolve_pool_config(pool_config cfg) {
   return cfg;
 }
 
+outcome<pool_config> resolved_under(const pool_config& base,
+                                    const std::shared_ptr<const policy::compiled_policy>& policy) {
+  auto applied = pool_config_under(base, policy);
+  if (!applied)
+    return applied;
+  return resolve_pool_config(std::move(*applied));
+}
+
 outcome<pool_actor> spawn_pool(caf::actor_system& sys, pool_config cfg) {
   auto base = resolve_pool_config(std::move(cfg));
   if (!base)
     return base.error();
-  auto applied = pool_config_under(*base, base->policy);
-  if (applied)
-    applied = resolve_pool_config(std::move(*applied));
+  auto applied = resolved_under(*base, base->policy);
   if (!applied)
     return applied.error();
   // Clients get the public interface only.

@@ -102,6 +102,11 @@ uint16_t relay_port_of(const pool_config& cfg);
 /// are empty, and checks every file and number the pool depends on.
 outcome<pool_config> resolve_pool_config(pool_config cfg);
 
+/// `base` under `policy` (pool_config_under), checked as resolve_pool_config
+/// checks a pool: what a pool runs when it applies that policy.
+outcome<pool_config> resolved_under(const pool_config& base,
+                                    const std::shared_ptr<const policy::compiled_policy>& policy);
+
 /// Spawns a pool after checking that its worker binary, harness and
 /// interpreter exist. Its workers start in the background; requests that
 /// arrive before one is ready are queued.

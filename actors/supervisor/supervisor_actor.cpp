@@ -283,9 +283,7 @@ void follow_revision(supervisor_ptr self, const policy_updated& u) {
     if (entry.for_policy || !current || current->name() != u.policy_name ||
         current->revision() >= u.revision)
       continue;
-    auto applied = pool_config_under(entry.cfg, u.snapshot.policy);
-    if (applied)
-      applied = resolve_pool_config(std::move(*applied));
+    auto applied = resolved_under(entry.cfg, u.snapshot.policy);
     if (!applied)
       continue;
     entry.cfg.policy = u.snapshot.policy;
@@ -646,9 +644,7 @@ outcome<supervisor_actor> spawn_supervisor(caf::actor_system& sys, supervisor_co
     // Resolve and check each pool's files now, so that a misconfiguration is
     // an error for the caller rather than a log line from a background actor.
     auto resolved = resolve_pool_config(std::move(pc));
-    auto applied = resolved ? pool_config_under(*resolved, resolved->policy) : resolved;
-    if (applied)
-      applied = resolve_pool_config(std::move(*applied));
+    auto applied = resolved ? resolved_under(*resolved, resolved->policy) : resolved;
     if (!applied) {
       stop_policies();
       return applied.error().wrap("supervisor");
