@@ -30,5 +30,7 @@ void add_exec_commands(CLI::App& app, cli_context& ctx);
 void add_policy_commands(CLI::App& app, cli_context& ctx);
 /// `castellan audit tail` (apps/castellan/audit_command.cpp).
 void add_audit_commands(CLI::App& app, cli_context& ctx);
+/// `castellan serve` (apps/castellan/serve_command.cpp).
+void add_serve_command(CLI::App& app, cli_context& ctx);
 
 } // namespace castellan::cli

@@ -23,6 +23,7 @@
 #include "actors/pool/sandbox_profile.hpp"
 #include "platform/install_layout.hpp"
 #include "apps/castellan/cli_context.hpp"
+#include "apps/castellan/default_pool.hpp"
 #include "apps/castellan/duration.hpp"
 #include "apps/castellan/interrupt_canceller.hpp"
 
@@ -30,17 +31,10 @@ namespace castellan::cli {
 
 namespace {
 
-struct exec_options {
+struct exec_options : pool_options {
   bool json = false;
-  uint32_t pool_size = 1;
   std::string timeout;
-  std::string python = "/usr/bin/python3";
-  bool worker_stderr = false;
-  std::string policy;               ///< empty: policies/default.json
   std::string request_policy;       ///< a policy for this request only (exec_request::policy)
-  std::string isolation = "sandbox"; ///< "sandbox" or "none"
-  std::string mode = "isolated";    ///< "isolated" or "shared" (pool_config::mode)
-  bool warm_start = false;          ///< pool_config::warm_start
   std::string audit_log;            ///< write this run's audit records here
   // code mode
   std::string code;
@@ -51,38 +45,16 @@ struct exec_options {
 
 void add_common_flags(CLI::App* cmd, exec_options& o) {
   cmd->add_flag("--json", o.json, "Print the whole result as one JSON object");
-  cmd->add_option("--pool-size", o.pool_size, "Warm workers to start")
-    ->check(CLI::Range(1u, 256u));
+  add_pool_flags(cmd, o);
   cmd->add_option("--timeout", o.timeout,
                   "Deadline from the start of the command, e.g. 500ms, 2s, 1m (default: the "
                   "policy's limits.timeout_ms, else 30s)");
-  cmd->add_option("--python", o.python, "The interpreter the workers run");
-  cmd->add_flag("--worker-stderr", o.worker_stderr,
-                "Show the workers' own diagnostics on stderr");
   cmd->add_option("--audit-log", o.audit_log,
                   "Append this run's audit records (JSON lines) to FILE");
-  cmd->add_option("--policy", o.policy,
-                  "The policy the workers run under: a file, or a pre-built policy by name "
-                  "(strict, no-network, …; default: default)");
   cmd->add_option("--request-policy", o.request_policy,
                   "A policy for this request only, on top of the pool's (--policy): a stricter "
                   "one runs on the warm workers in isolated mode, narrowed in the exec's process; "
                   "any other in a pool of its own");
-  cmd->add_option("--isolation", o.isolation,
-                  "sandbox (default: namespaces, Landlock, seccomp, cgroups) or none "
-                  "(plain processes, for development)")
-    ->check(CLI::IsMember({"sandbox", "none"}));
-  cmd->add_option("--mode", o.mode,
-                  "isolated (default: each exec in a child forked from a warm, pre-imported "
-                  "zygote, in its own Landlock domain; /tmp, /dev/shm and System V IPC emptied "
-                  "after each) or shared (the warm interpreter runs every exec itself: faster, "
-                  "but execs share its state, so only for requesters of one trust domain); "
-                  "docs/security.md says what each shares")
-    ->check(CLI::IsMember({"isolated", "shared"}));
-  cmd->add_flag("--warm-start", o.warm_start,
-                "Start sandboxed workers from a warm launcher (the interpreter and harness "
-                "loaded once) instead of exec'ing Python for each; the workers of a pool then "
-                "share the launcher's address-space layout and hash secret");
 }
 
 /// Writes all of `data` to `fd` (stdout/stderr carry arbitrary bytes).
@@ -142,31 +114,14 @@ int run_request(const exec_options& o, exec_request req,
   caf::actor_system sys{cfg};
 
   supervisor_config sc;
-  pool_config pc;
-  pc.size = o.pool_size;
-  pc.python = o.python;
-  pc.worker_stderr = o.worker_stderr;
-  from_string(o.mode, pc.mode);
-  pc.warm_start = o.warm_start;
-  // The policy: --policy, else the pre-built default; `extends` by name
-  // resolves in the policies directory.
+  auto made = default_pool(o);
+  if (!made) {
+    std::cerr << "castellan: " << made.error().describe() << "\n";
+    return usage_exit_code;
+  }
+  pool_config pc = std::move(*made);
   auto layout = platform::find_install_layout();
   const std::string policies_dir = layout ? layout->policies_dir : std::string();
-  std::string policy_path =
-    layout ? platform::resolve_policy_argument(*layout, o.policy) : o.policy;
-  if (policy_path.empty() && !policies_dir.empty())
-    policy_path = policies_dir + "/default.json";
-  if (!policy_path.empty()) {
-    auto doc = policy::load_policy(policy_path, policies_dir);
-    if (!doc) {
-      std::cerr << "castellan: invalid policy: " << doc.to_failure().describe() << "\n";
-      return usage_exit_code;
-    }
-    if (auto ok = apply_policy(*doc, pc); !ok) {
-      std::cerr << "castellan: " << ok.error().describe() << "\n";
-      return usage_exit_code;
-    }
-  }
   if (!o.request_policy.empty()) {
     // Resolved here, with its `extends` (names and paths) like --policy, and
     // sent as the merged policy's JSON: the request carries everything and
@@ -186,8 +141,6 @@ int run_request(const exec_options& o, exec_request req,
     sc.policy_pools.allow_network = true;
     sc.policy_pools.max_pools = 1;
   }
-  if (o.isolation == "none")
-    pc.isolation = platform::isolation_mode::none;
   // `run`: the program asked for may be executed, whatever else is denied.
   if (!req.argv.empty())
     allow_program_to_run(pc, req.argv.front());

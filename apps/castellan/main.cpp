@@ -20,6 +20,7 @@ int main(int argc, char** argv) {
   castellan::cli::add_exec_commands(app, ctx);
   castellan::cli::add_policy_commands(app, ctx);
   castellan::cli::add_audit_commands(app, ctx);
+  castellan::cli::add_serve_command(app, ctx);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

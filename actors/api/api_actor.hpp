@@ -1,0 +1,38 @@
+#pragma once
+
+/// @file api_actor.hpp
+/// The actor between the HTTP server's I/O thread and the supervisor. The
+/// I/O thread hands it each admitted request with `anon_send` (tagged with
+/// the server's request id); it asks the supervisor without ever waiting
+/// for the answer, and passes the HTTP response to its responder, which
+/// writes it on the I/O thread. Its messages are made of castellan's
+/// registered types only:
+///
+///   (exec_atom, uint64_t request_id, exec_request)  → POST /v1/exec, /v1/run
+///   (status_atom, uint64_t request_id)              → GET /v1/pools
+///   (metrics_atom, uint64_t request_id)             → GET /metrics
+///   (cancel_atom, uint64_t exec_id)                 → cancel that exec (no answer)
+
+#include <cstdint>
+#include <memory>
+
+#include <caf/actor.hpp>
+#include <caf/actor_system.hpp>
+
+#include "actors/api/http_server.hpp"
+#include "actors/supervisor/supervisor_actor.hpp"
+
+namespace castellan::api {
+
+/// Where the actor's answers go. Called from CAF scheduler threads: must
+/// not block.
+class api_responder {
+public:
+  virtual ~api_responder() = default;
+  virtual void complete(uint64_t request_id, http_response response) = 0;
+};
+
+caf::actor spawn_api_actor(caf::actor_system& sys, supervisor_actor supervisor,
+                           std::shared_ptr<api_responder> responder);
+
+} // namespace castellan::api

@@ -1,0 +1,127 @@
+#include "actors/api/api_json.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include "actors/api/api_error.hpp"
+#include "actors/exec_json.hpp"
+
+namespace castellan::api {
+
+namespace {
+
+using json = nlohmann::json;
+
+/// The longest deadline a request may ask for: one day.
+constexpr uint64_t max_timeout_ms = 24ull * 3600 * 1000;
+
+api_error field_error(const std::string& key, std::string message) {
+  return api_error{400, "invalid_field", std::move(message), "/" + key};
+}
+
+std::string type_name(const json& v) {
+  return v.type_name();
+}
+
+} // namespace
+
+std::string api_error::body() const {
+  return error_body(code, message, field);
+}
+
+std::variant<exec_request, api_error> parse_exec_body(std::string_view body, bool command) {
+  json doc;
+  try {
+    doc = json::parse(body.begin(), body.end());
+  } catch (const json::parse_error& e) {
+    // "[json.exception.parse_error.101] parse error at line 1, column 2: …"
+    std::string what = e.what();
+    if (auto pos = what.find("] "); pos != std::string::npos)
+      what = what.substr(pos + 2);
+    return api_error{400, "bad_json", "the body is not valid JSON: " + what, ""};
+  }
+  if (!doc.is_object())
+    return api_error{400, "bad_json", "the body is a JSON " + type_name(doc) + ", not an object",
+                     ""};
+  exec_request req;
+  bool has_main = false;
+  const char* main_key = command ? "argv" : "code";
+  for (auto it = doc.begin(); it != doc.end(); ++it) {
+    const std::string& key = it.key();
+    const json& v = it.value();
+    if (key == "code" && !command) {
+      if (!v.is_string())
+        return field_error(key, "'code' must be a string, not " + type_name(v));
+      req.code = v.get<std::string>();
+      if (req.code.empty())
+        return field_error(key, "'code' is empty");
+      has_main = true;
+    } else if (key == "argv" && command) {
+      if (!v.is_array() || v.empty())
+        return field_error(key, "'argv' must be a non-empty array of strings (program first)");
+      for (std::size_t i = 0; i < v.size(); ++i) {
+        const json& a = v[i];
+        const std::string ptr = "argv/" + std::to_string(i);
+        if (!a.is_string())
+          return field_error(ptr, "'argv[" + std::to_string(i) + "]' must be a string, not " +
+                                    type_name(a));
+        auto s = a.get<std::string>();
+        if (s.find('\0') != std::string::npos)
+          return field_error(ptr, "'argv[" + std::to_string(i) + "]' contains a NUL byte");
+        if (i == 0 && s.empty())
+          return field_error(ptr, "'argv[0]' (the program) is empty");
+        req.argv.push_back(std::move(s));
+      }
+      has_main = true;
+    } else if (key == "timeout_ms") {
+      if (!v.is_number_unsigned() || v.get<uint64_t>() == 0 || v.get<uint64_t>() > max_timeout_ms)
+        return field_error(key, "'timeout_ms' must be an integer from 1 to " +
+                                  std::to_string(max_timeout_ms) + ", not " + v.dump());
+      req.timeout_ms = v.get<uint64_t>();
+    } else if (key == "pool") {
+      if (!v.is_string() || v.get<std::string>().empty())
+        return field_error(key, "'pool' must be a non-empty string (a pool's name)");
+      req.pool = v.get<std::string>();
+    } else if (key == "policy") {
+      if (!v.is_object())
+        return field_error(key, "'policy' must be a policy document (a JSON object), not " +
+                                  type_name(v));
+      req.policy = v.dump();
+    } else if (key == "stdin" || key == "env" || key == "cwd") {
+      return field_error(key, "'" + key +
+                                "' is not supported yet: an exec gets no stdin, environment or "
+                                "working directory from its request");
+    } else {
+      return field_error(key, "unknown field '" + key + "' (expected " +
+                                (command ? "argv" : "code") + ", timeout_ms, pool, policy)");
+    }
+  }
+  if (!has_main)
+    return field_error(main_key, std::string("the field '") + main_key + "' is missing");
+  return req;
+}
+
+std::string result_body(const exec_result& r) {
+  json j = to_json(r);
+  j["v"] = 1;
+  return dump_json(j);
+}
+
+std::string pools_body(const std::vector<pool_status>& pools) {
+  json list = json::array();
+  for (const auto& p : pools)
+    list.push_back({{"name", p.name},
+                    {"size", p.size},
+                    {"idle", p.idle},
+                    {"busy", p.busy},
+                    {"starting", p.starting},
+                    {"queued", p.queued},
+                    {"queue_limit", p.queue_limit},
+                    {"spawned", p.spawned},
+                    {"completed", p.completed},
+                    {"lost", p.lost},
+                    {"policy", p.policy},
+                    {"policy_revision", p.policy_revision}});
+  return dump_json(json{{"v", 1}, {"pools", std::move(list)}});
+}
+
+} // namespace castellan::api

@@ -1,0 +1,68 @@
+#pragma once
+
+/// @file api_service.hpp
+/// castellan's HTTP/JSON API: the server (http_server), the routes, and the
+/// api_actor in front of a supervisor; and the drain that `castellan serve`
+/// runs on SIGTERM (docs/api.md).
+
+#include <chrono>
+#include <cstddef>
+#include <memory>
+#include <vector>
+
+#include <caf/actor_system.hpp>
+
+#include "actors/api/http_server.hpp"
+#include "actors/api/listen_address.hpp"
+#include "actors/supervisor/supervisor_actor.hpp"
+#include "ipc/result.hpp"
+
+namespace castellan::api {
+
+struct api_options {
+  std::vector<listen_address> listen;
+  http_limits limits;
+};
+
+class api_service {
+public:
+  /// Starts the server on every listener of `opts`, serving `supervisor`.
+  static outcome<std::unique_ptr<api_service>> start(caf::actor_system& sys,
+                                                     supervisor_actor supervisor,
+                                                     api_options opts);
+  ~api_service();
+
+  api_service(const api_service&) = delete;
+  api_service& operator=(const api_service&) = delete;
+
+  /// The listeners as bound.
+  const std::vector<listen_address>& bound() const;
+
+  /// Stops admitting execs: from now on `POST /v1/exec` and `/v1/run` are
+  /// answered 503 `draining` and `/v1/health` says `draining`. Execs in
+  /// flight go on. Thread-safe.
+  void begin_drain();
+
+  /// Waits (blocking the caller: not for an actor or the I/O thread) until
+  /// no exec is in flight, or `grace` has passed; true when none is.
+  bool wait_idle(std::chrono::milliseconds grace);
+
+  /// Cancels every exec in flight (each is still answered, `cancelled`).
+  /// Returns how many it cancelled.
+  std::size_t cancel_in_flight();
+
+  /// Execs in flight (admitted, not yet answered).
+  std::size_t in_flight() const;
+
+  /// Closes the listeners and connections, removes the unix sockets and
+  /// stops the api_actor. Idempotent.
+  void stop();
+
+  struct state;
+
+private:
+  api_service() = default;
+  std::shared_ptr<state> state_;
+};
+
+} // namespace castellan::api

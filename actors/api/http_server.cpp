@@ -1,0 +1,540 @@
+#include "actors/api/http_server.hpp"
+
+#include <fcntl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstring>
+#include <optional>
+#include <thread>
+#include <unordered_map>
+
+#include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/local/stream_protocol.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/http.hpp>
+#include <spdlog/spdlog.h>
+
+#include "actors/api/api_error.hpp"
+
+namespace castellan::api {
+
+namespace net = boost::asio;
+namespace beast = boost::beast;
+namespace http = beast::http;
+using unix_socket = net::local::stream_protocol::socket;
+using tcp_socket = net::ip::tcp::socket;
+using error_code = boost::system::error_code;
+
+namespace {
+
+/// Bytes a client may send ahead (pipelined) while its request runs; beyond
+/// that the server stops reading until it has answered.
+constexpr std::size_t pipeline_cap = 64 * 1024;
+
+/// What every open connection is to the server.
+class session_base {
+public:
+  virtual ~session_base() = default;
+  virtual void deliver(http_response r) = 0;
+  virtual void close() = 0;
+};
+
+/// A unix socket this server created: removed at stop if it is still the
+/// same file.
+struct owned_socket {
+  std::string path;
+  dev_t dev = 0;
+  ino_t ino = 0;
+};
+
+} // namespace
+
+struct http_server::impl {
+  net::io_context io{1};
+  std::optional<net::executor_work_guard<net::io_context::executor_type>> work;
+  http_limits limits;
+  callbacks cb;
+  std::vector<listen_address> bound;
+  std::vector<std::unique_ptr<net::local::stream_protocol::acceptor>> unix_acceptors;
+  std::vector<std::unique_ptr<net::ip::tcp::acceptor>> tcp_acceptors;
+  std::vector<owned_socket> owned;
+  /// Requests waiting for their response, by id (I/O thread only).
+  std::unordered_map<uint64_t, std::weak_ptr<session_base>> pending;
+  /// Open connections (I/O thread only).
+  std::unordered_map<session_base*, std::weak_ptr<session_base>> sessions;
+  std::atomic<std::size_t> open{0};
+  uint64_t next_id = 1;
+  bool stopped = false;
+  std::thread thread;
+
+  template <class Socket>
+  void admit(Socket s, bool tcp);
+  template <class Acceptor, class Socket>
+  void accept_loop(Acceptor& acc, bool tcp);
+  void forget(session_base* s) {
+    sessions.erase(s);
+    open.store(sessions.size(), std::memory_order_relaxed);
+  }
+};
+
+namespace {
+
+template <class Socket>
+class session final : public session_base, public std::enable_shared_from_this<session<Socket>> {
+public:
+  session(Socket s, http_server::impl& srv, bool tcp)
+    : socket_(std::move(s)), timer_(srv.io), srv_(srv), tcp_(tcp) {}
+
+  void start() { read_request(); }
+
+  void deliver(http_response r) override {
+    if (closed_ || pending_ == 0)
+      return;
+    srv_.pending.erase(pending_);
+    pending_ = 0;
+    response_ = build(std::move(r));
+    if (watching_) {
+      // The watch read completes (aborted) and writes the response.
+      error_code ignored;
+      socket_.cancel(ignored);
+      return;
+    }
+    write_response();
+  }
+
+  void close() override {
+    if (closed_)
+      return;
+    closed_ = true;
+    timer_.cancel();
+    if (pending_ != 0) {
+      const uint64_t id = pending_;
+      srv_.pending.erase(id);
+      pending_ = 0;
+      if (srv_.cb.on_abandoned)
+        srv_.cb.on_abandoned(id);
+    }
+    error_code ignored;
+    socket_.shutdown(net::socket_base::shutdown_both, ignored);
+    socket_.close(ignored);
+    srv_.forget(this);
+  }
+
+private:
+  void arm_timer() {
+    timer_.expires_after(srv_.limits.read_timeout);
+    timer_.async_wait([self = this->shared_from_this()](error_code ec) {
+      if (ec || self->closed_)
+        return;
+      // Slow or silent client: its connection is closed, whatever it was
+      // in the middle of (a slowloris never gets a whole request in).
+      self->close();
+    });
+  }
+
+  void read_request() {
+    parser_.emplace();
+    parser_->header_limit(static_cast<std::uint32_t>(srv_.limits.header_bytes));
+    parser_->body_limit(static_cast<std::uint64_t>(srv_.limits.body_bytes));
+    arm_timer();
+    http::async_read(socket_, buffer_, *parser_,
+                     [self = this->shared_from_this()](error_code ec, std::size_t) {
+                       self->on_read(ec);
+                     });
+  }
+
+  void on_read(error_code ec) {
+    timer_.cancel();
+    if (closed_)
+      return;
+    if (ec) {
+      if (ec == http::error::end_of_stream || ec == net::error::eof ||
+          ec == net::error::connection_reset || ec == net::error::operation_aborted) {
+        close();
+      } else if (ec == http::error::header_limit) {
+        fail(431, "headers_too_large",
+             "the request line and headers exceed " + std::to_string(srv_.limits.header_bytes) +
+               " bytes");
+      } else if (ec == http::error::body_limit) {
+        fail(413, "body_too_large",
+             "the body exceeds " + std::to_string(srv_.limits.body_bytes) + " bytes");
+      } else {
+        fail(400, "bad_http", "malformed HTTP request: " + ec.message());
+      }
+      return;
+    }
+    auto& req = parser_->get();
+    http_request out;
+    out.id = srv_.next_id++;
+    out.method = std::string(req.method_string());
+    out.target = std::string(req.target());
+    out.content_type = std::string(req[http::field::content_type]);
+    out.host = std::string(req[http::field::host]);
+    out.body = std::move(req.body());
+    out.tcp = tcp_;
+    keep_alive_ = req.keep_alive();
+    version_ = req.version();
+    parser_.reset();
+    pending_ = out.id;
+    srv_.pending.emplace(out.id, this->shared_from_this());
+    // Reading on while the request runs tells a client that went away
+    // (EOF, reset) from one that waits: its request is then abandoned.
+    watch();
+    srv_.cb.on_request(std::move(out));
+  }
+
+  void watch() {
+    if (buffer_.size() >= pipeline_cap)
+      return;
+    watching_ = true;
+    socket_.async_read_some(buffer_.prepare(4096),
+                            [self = this->shared_from_this()](error_code ec, std::size_t n) {
+                              self->on_watch(ec, n);
+                            });
+  }
+
+  void on_watch(error_code ec, std::size_t n) {
+    watching_ = false;
+    if (closed_)
+      return;
+    if (!ec)
+      buffer_.commit(n);
+    if (response_) {
+      write_response();
+      return;
+    }
+    if (ec) {
+      close();
+      return;
+    }
+    watch();
+  }
+
+  http::response<http::string_body> build(http_response r) const {
+    http::response<http::string_body> res;
+    res.result(r.status);
+    res.version(version_ == 10 ? 10 : 11);
+    res.set(http::field::server, "castellan");
+    res.set(http::field::content_type, r.content_type);
+    for (auto& h : r.headers)
+      res.set(h.first, h.second);
+    res.keep_alive(keep_alive_);
+    res.body() = std::move(r.body);
+    res.prepare_payload();
+    return res;
+  }
+
+  /// An error found while reading: answered, then the connection closes
+  /// (what follows a malformed request cannot be trusted to frame).
+  void fail(unsigned status, const std::string& code, const std::string& message) {
+    keep_alive_ = false;
+    http_response r;
+    r.status = status;
+    r.body = error_body(code, message);
+    response_ = build(std::move(r));
+    write_response();
+  }
+
+  void write_response() {
+    arm_timer();
+    http::async_write(socket_, *response_,
+                      [self = this->shared_from_this()](error_code ec, std::size_t) {
+                        self->on_write(ec);
+                      });
+  }
+
+  void on_write(error_code ec) {
+    timer_.cancel();
+    if (closed_)
+      return;
+    const bool again = !ec && keep_alive_ && !response_->need_eof();
+    response_.reset();
+    if (!again) {
+      close();
+      return;
+    }
+    read_request();
+  }
+
+  Socket socket_;
+  net::steady_timer timer_;
+  http_server::impl& srv_;
+  bool tcp_;
+  beast::flat_buffer buffer_;
+  std::optional<http::request_parser<http::string_body>> parser_;
+  std::optional<http::response<http::string_body>> response_;
+  uint64_t pending_ = 0;
+  unsigned version_ = 11;
+  bool keep_alive_ = true;
+  bool watching_ = false;
+  bool closed_ = false;
+};
+
+/// The answer to a connection beyond the limit, written without waiting.
+const std::string& refusal() {
+  static const std::string text = [] {
+    const std::string body =
+      error_body("too_many_connections", "the server has too many open connections; retry later");
+    return "HTTP/1.1 503 Service Unavailable\r\nServer: castellan\r\nContent-Type: "
+           "application/json\r\nConnection: close\r\nContent-Length: " +
+           std::to_string(body.size()) + "\r\n\r\n" + body;
+  }();
+  return text;
+}
+
+/// Is a server listening on the unix socket `path`? (A non-blocking
+/// connect: a full backlog counts as alive.)
+outcome<bool> unix_socket_alive(const std::string& path) {
+  int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+  if (fd < 0)
+    return errno_failure("socket(AF_UNIX)");
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  std::memcpy(addr.sun_path, path.c_str(), path.size() + 1);
+  const int rc = ::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
+  const int err = errno;
+  ::close(fd);
+  if (rc == 0 || err == EAGAIN || err == EINPROGRESS)
+    return true;
+  if (err == ECONNREFUSED || err == ENOENT)
+    return false;
+  return errno_failure("connect to '" + path + "'", err);
+}
+
+outcome<int> bind_unix(const std::string& path, owned_socket& owned) {
+  struct stat st {};
+  if (::lstat(path.c_str(), &st) == 0) {
+    if (!S_ISSOCK(st.st_mode))
+      return logic_failure("'" + path + "' exists and is not a socket; not replacing it");
+    auto alive = unix_socket_alive(path);
+    if (!alive)
+      return alive.error();
+    if (*alive)
+      return logic_failure("another server is listening on '" + path + "'");
+    // A stale socket of a server that died.
+    if (::unlink(path.c_str()) != 0 && errno != ENOENT)
+      return errno_failure("remove the stale socket '" + path + "'");
+  } else if (errno != ENOENT) {
+    return errno_failure("lstat '" + path + "'");
+  }
+  int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0)
+    return errno_failure("socket(AF_UNIX)");
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  std::memcpy(addr.sun_path, path.c_str(), path.size() + 1);
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
+    auto f = errno_failure("bind '" + path + "'");
+    ::close(fd);
+    return f;
+  }
+  // Until listen() nobody can connect, so the socket is never reachable
+  // with the mode bind gave it. AT_SYMLINK_NOFOLLOW: a symlink put in its
+  // place is refused, not followed.
+  if (::fchmodat(AT_FDCWD, path.c_str(), 0600, AT_SYMLINK_NOFOLLOW) != 0 ||
+      ::lstat(path.c_str(), &st) != 0 || !S_ISSOCK(st.st_mode) || st.st_uid != ::geteuid() ||
+      (st.st_mode & 07777) != 0600) {
+    auto f = errno_failure("make '" + path + "' a socket of mode 0600 owned by uid " +
+                           std::to_string(::geteuid()));
+    ::close(fd);
+    ::unlink(path.c_str());
+    return f;
+  }
+  owned.path = path;
+  owned.dev = st.st_dev;
+  owned.ino = st.st_ino;
+  if (::listen(fd, SOMAXCONN) != 0) {
+    auto f = errno_failure("listen on '" + path + "'");
+    ::close(fd);
+    ::unlink(path.c_str());
+    return f;
+  }
+  return fd;
+}
+
+} // namespace
+
+template <class Socket>
+void http_server::impl::admit(Socket s, bool tcp) {
+  if (sessions.size() >= limits.max_connections) {
+    // Refused at once with a clear answer, written without blocking: the
+    // limit is what keeps a flood of connections from exhausting the fds.
+    error_code ignored;
+    s.non_blocking(true, ignored);
+    s.write_some(net::buffer(refusal()), ignored);
+    s.shutdown(net::socket_base::shutdown_send, ignored);
+    s.close(ignored);
+    return;
+  }
+  auto sp = std::make_shared<session<Socket>>(std::move(s), *this, tcp);
+  sessions.emplace(sp.get(), sp);
+  open.store(sessions.size(), std::memory_order_relaxed);
+  sp->start();
+}
+
+template <class Acceptor, class Socket>
+void http_server::impl::accept_loop(Acceptor& acc, bool tcp) {
+  acc.async_accept([this, &acc, tcp](error_code ec, Socket s) {
+    if (stopped || ec == net::error::operation_aborted)
+      return;
+    if (!ec) {
+      admit(std::move(s), tcp);
+      accept_loop<Acceptor, Socket>(acc, tcp);
+      return;
+    }
+    // Out of fds or memory: retry shortly instead of spinning.
+    spdlog::warn("api: accept on {}: {}", tcp ? "tcp" : "unix", ec.message());
+    auto timer = std::make_shared<net::steady_timer>(io, std::chrono::milliseconds(100));
+    timer->async_wait([this, &acc, tcp, timer](error_code) {
+      if (!stopped)
+        accept_loop<Acceptor, Socket>(acc, tcp);
+    });
+  });
+}
+
+http_server::http_server(std::unique_ptr<impl> p) : impl_(std::move(p)) {}
+
+http_server::~http_server() {
+  stop();
+}
+
+outcome<std::unique_ptr<http_server>> http_server::start(const std::vector<listen_address>& where,
+                                                         http_limits limits, callbacks cb) {
+  if (where.empty())
+    return logic_failure("no listen address");
+  auto p = std::make_unique<impl>();
+  p->limits = limits;
+  p->cb = std::move(cb);
+  auto undo = [&p] {
+    for (auto& o : p->owned)
+      ::unlink(o.path.c_str());
+  };
+  for (const auto& addr : where) {
+    if (addr.type == listen_address::kind::unix_socket) {
+      owned_socket owned;
+      auto fd = bind_unix(addr.path, owned);
+      if (!fd) {
+        undo();
+        return fd.error().wrap("listen " + addr.to_string());
+      }
+      p->owned.push_back(owned);
+      auto acc = std::make_unique<net::local::stream_protocol::acceptor>(p->io);
+      error_code ec;
+      acc->assign(net::local::stream_protocol(), *fd, ec);
+      if (ec) {
+        ::close(*fd);
+        undo();
+        return logic_failure("listen " + addr.to_string() + ": " + ec.message());
+      }
+      p->unix_acceptors.push_back(std::move(acc));
+      p->bound.push_back(addr);
+      continue;
+    }
+    error_code ec;
+    auto ip = net::ip::make_address(addr.host == "localhost" ? "127.0.0.1" : addr.host, ec);
+    if (ec) {
+      undo();
+      return logic_failure("listen " + addr.to_string() + ": '" + addr.host +
+                           "' is not an IP address (names other than localhost are not resolved)");
+    }
+    if (!ip.is_loopback()) {
+      undo();
+      return logic_failure("listen " + addr.to_string() +
+                           ": not a loopback address; without TLS and tokens the API listens on "
+                           "TCP only on loopback");
+    }
+    auto acc = std::make_unique<net::ip::tcp::acceptor>(p->io);
+    net::ip::tcp::endpoint ep(ip, addr.port);
+    acc->open(ep.protocol(), ec);
+    if (!ec)
+      acc->set_option(net::socket_base::reuse_address(true), ec);
+    if (!ec)
+      acc->bind(ep, ec);
+    if (!ec)
+      acc->listen(net::socket_base::max_listen_connections, ec);
+    if (ec) {
+      undo();
+      return logic_failure("listen " + addr.to_string() + ": " + ec.message());
+    }
+    listen_address b = addr;
+    b.host = ip.to_string();
+    b.port = acc->local_endpoint().port();
+    p->tcp_acceptors.push_back(std::move(acc));
+    p->bound.push_back(std::move(b));
+  }
+  for (auto& acc : p->unix_acceptors)
+    p->accept_loop<net::local::stream_protocol::acceptor, unix_socket>(*acc, false);
+  for (auto& acc : p->tcp_acceptors)
+    p->accept_loop<net::ip::tcp::acceptor, tcp_socket>(*acc, true);
+  p->work.emplace(p->io.get_executor());
+  impl* raw = p.get();
+  p->thread = std::thread([raw] {
+    // Signals go to the thread that waits for them (castellan serve).
+    sigset_t all;
+    sigfillset(&all);
+    pthread_sigmask(SIG_BLOCK, &all, nullptr);
+    raw->io.run();
+  });
+  return std::unique_ptr<http_server>(new http_server(std::move(p)));
+}
+
+void http_server::respond(uint64_t id, http_response response) {
+  net::post(impl_->io, [p = impl_.get(), id, r = std::move(response)]() mutable {
+    auto it = p->pending.find(id);
+    if (it == p->pending.end())
+      return; // its client went away
+    if (auto s = it->second.lock())
+      s->deliver(std::move(r));
+    else
+      p->pending.erase(it);
+  });
+}
+
+void http_server::post(std::function<void()> fn) {
+  net::post(impl_->io, std::move(fn));
+}
+
+const std::vector<listen_address>& http_server::bound() const {
+  return impl_->bound;
+}
+
+std::size_t http_server::connections() const {
+  return impl_->open.load(std::memory_order_relaxed);
+}
+
+void http_server::stop() {
+  if (!impl_ || !impl_->thread.joinable())
+    return;
+  net::post(impl_->io, [p = impl_.get()] {
+    p->stopped = true;
+    error_code ignored;
+    for (auto& acc : p->unix_acceptors)
+      acc->close(ignored);
+    for (auto& acc : p->tcp_acceptors)
+      acc->close(ignored);
+    std::vector<std::shared_ptr<session_base>> open;
+    for (auto& kv : p->sessions)
+      if (auto s = kv.second.lock())
+        open.push_back(std::move(s));
+    for (auto& s : open)
+      s->close();
+    p->work.reset();
+  });
+  impl_->thread.join();
+  for (const auto& o : impl_->owned) {
+    struct stat st {};
+    if (::lstat(o.path.c_str(), &st) == 0 && st.st_dev == o.dev && st.st_ino == o.ino)
+      ::unlink(o.path.c_str());
+  }
+  impl_->owned.clear();
+}
+
+} // namespace castellan::api

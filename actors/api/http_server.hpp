@@ -1,0 +1,101 @@
+#pragma once
+
+/// @file http_server.hpp
+/// The daemon's HTTP/1.1 server (Boost.Beast): unix-socket and loopback TCP
+/// listeners on one io_context thread, keep-alive, header and body limits,
+/// a read timeout, a connection limit. It knows nothing of castellan's API:
+/// each parsed request goes to a callback on the I/O thread, which must not
+/// block; the answer comes back later, from any thread, through respond().
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "actors/api/listen_address.hpp"
+#include "ipc/result.hpp"
+
+namespace castellan::api {
+
+/// The server's limits: what a client may cost it.
+struct http_limits {
+  std::size_t header_bytes = 16 * 1024;      ///< request line and headers; beyond: 431
+  std::size_t body_bytes = 4 * 1024 * 1024;  ///< the body; beyond: 413
+  /// The whole of one request (headers and body) must arrive within this,
+  /// and so must the first byte of the next one on a kept-alive connection;
+  /// a response must be taken by the client within it too. Beyond: closed.
+  std::chrono::milliseconds read_timeout{10000};
+  /// Connections open at once; one more is answered 503 and closed.
+  std::size_t max_connections = 256;
+};
+
+/// One request, as the callback gets it.
+struct http_request {
+  uint64_t id = 0;        ///< what respond() is called with
+  std::string method;     ///< "GET", "POST", …
+  std::string target;     ///< the path, query string included
+  std::string content_type;
+  std::string host;       ///< the Host header
+  std::string body;
+  bool tcp = false;       ///< arrived on a TCP listener (else a unix socket)
+};
+
+struct http_response {
+  unsigned status = 200;
+  std::string content_type = "application/json";
+  std::string body;
+  /// Extra headers (name, value), e.g. Allow on a 405.
+  std::vector<std::pair<std::string, std::string>> headers;
+};
+
+class http_server {
+public:
+  struct callbacks {
+    /// A parsed request. Runs on the I/O thread: must not block.
+    std::function<void(http_request)> on_request;
+    /// The client of request `id` went away before its response: it will
+    /// never be written. Runs on the I/O thread.
+    std::function<void(uint64_t)> on_abandoned;
+  };
+
+  /// Binds every listener (a unix socket: mode 0600, after checking that
+  /// no server answers on a socket already there, which is then removed;
+  /// TCP: loopback addresses only) and starts the I/O thread.
+  static outcome<std::unique_ptr<http_server>> start(const std::vector<listen_address>& where,
+                                                     http_limits limits, callbacks cb);
+
+  /// Stops (see stop()).
+  ~http_server();
+
+  http_server(const http_server&) = delete;
+  http_server& operator=(const http_server&) = delete;
+
+  /// Writes the response to request `id`, if its client is still there.
+  /// Thread-safe: the write happens on the I/O thread.
+  void respond(uint64_t id, http_response response);
+
+  /// Runs `fn` on the I/O thread (the thread the callbacks run on).
+  void post(std::function<void()> fn);
+
+  /// The listeners as bound (a TCP port 0 replaced by the kernel's choice).
+  const std::vector<listen_address>& bound() const;
+
+  /// Open connections, as last counted on the I/O thread.
+  std::size_t connections() const;
+
+  /// Closes the listeners and every connection, joins the I/O thread and
+  /// removes the unix sockets it created (if they are still its own).
+  /// Idempotent.
+  void stop();
+
+  struct impl;
+
+private:
+  explicit http_server(std::unique_ptr<impl> p);
+  std::unique_ptr<impl> impl_;
+};
+
+} // namespace castellan::api

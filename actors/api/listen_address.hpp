@@ -1,0 +1,34 @@
+#pragma once
+
+/// @file listen_address.hpp
+/// Where the daemon's API listens: `unix:PATH` or `tcp:HOST:PORT`. CAF-free
+/// and Beast-free, so that the config loader parses its `listen = [...]`
+/// strings with the same rules and messages as `castellan serve --listen`.
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "ipc/result.hpp"
+
+namespace castellan::api {
+
+/// One listener of the API.
+struct listen_address {
+  enum class kind : uint8_t { unix_socket, tcp };
+  kind type = kind::unix_socket;
+  std::string path; ///< unix: the socket's absolute path
+  std::string host; ///< tcp: an IPv4 address, an IPv6 address (without brackets) or a name
+  uint16_t port = 0; ///< tcp: 0 lets the kernel choose (tests)
+
+  /// The canonical text: `unix:/run/castellan.sock`, `tcp:127.0.0.1:8080`,
+  /// `tcp:[::1]:8080`.
+  std::string to_string() const;
+};
+
+/// Parses `unix:PATH` (an absolute path of at most 107 bytes, no NUL) or
+/// `tcp:HOST:PORT` (HOST an IPv4 address, `[IPv6]` or a DNS name; PORT
+/// 0-65535). The failure names the part that is wrong.
+outcome<listen_address> parse_listen_address(std::string_view text);
+
+} // namespace castellan::api

@@ -1,0 +1,179 @@
+/// @file serve_command.cpp
+/// `castellan serve`: the actor tree as a daemon behind the HTTP/JSON API
+/// (docs/api.md), until SIGTERM or SIGINT, then a graceful drain.
+
+#include <signal.h>
+#include <sys/signalfd.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <iostream>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+#include <caf/all.hpp>
+
+#include "actors/api/api_service.hpp"
+#include "actors/api/listen_address.hpp"
+#include "actors/interfaces.hpp"
+#include "apps/castellan/cli_context.hpp"
+#include "apps/castellan/default_pool.hpp"
+#include "ipc/unique_fd.hpp"
+
+namespace castellan::cli {
+
+namespace {
+
+struct serve_options : pool_options {
+  std::vector<std::string> listen;
+  uint64_t drain_grace_ms = 10000;
+  uint64_t max_body_bytes = 4 * 1024 * 1024;
+  uint64_t max_connections = 256;
+};
+
+/// With no --listen: /run/castellan/castellan.sock as root (the directory
+/// made 0755 if missing), $XDG_RUNTIME_DIR/castellan.sock otherwise.
+outcome<std::string> default_listen() {
+  if (::geteuid() == 0) {
+    if (::mkdir("/run/castellan", 0755) != 0 && errno != EEXIST)
+      return errno_failure("create /run/castellan");
+    return std::string("unix:/run/castellan/castellan.sock");
+  }
+  const char* dir = std::getenv("XDG_RUNTIME_DIR");
+  if (dir == nullptr || *dir != '/')
+    return logic_failure("XDG_RUNTIME_DIR is not set: give --listen unix:PATH");
+  return "unix:" + std::string(dir) + "/castellan.sock";
+}
+
+/// SIGTERM and SIGINT, blocked in this thread and every thread started
+/// after (create it before the actor system), read from a signalfd.
+class termination_signals {
+public:
+  termination_signals() {
+    sigemptyset(&set_);
+    sigaddset(&set_, SIGTERM);
+    sigaddset(&set_, SIGINT);
+    pthread_sigmask(SIG_BLOCK, &set_, &saved_);
+    fd_ = unique_fd(::signalfd(-1, &set_, SFD_CLOEXEC));
+  }
+  termination_signals(const termination_signals&) = delete;
+  termination_signals& operator=(const termination_signals&) = delete;
+  ~termination_signals() { pthread_sigmask(SIG_SETMASK, &saved_, nullptr); }
+
+  bool ok() const { return fd_.get() >= 0; }
+
+  /// Blocks until one arrives; its number.
+  int wait() {
+    signalfd_siginfo info{};
+    for (;;) {
+      ssize_t n = ::read(fd_.get(), &info, sizeof(info));
+      if (n == static_cast<ssize_t>(sizeof(info)))
+        return static_cast<int>(info.ssi_signo);
+      if (n < 0 && errno != EINTR)
+        return SIGTERM;
+    }
+  }
+
+private:
+  sigset_t set_;
+  sigset_t saved_;
+  unique_fd fd_;
+};
+
+int run_serve(const serve_options& o) {
+  api::api_options api_opts;
+  std::vector<std::string> texts = o.listen;
+  if (texts.empty()) {
+    auto def = default_listen();
+    if (!def) {
+      std::cerr << "castellan serve: " << def.error().describe() << "\n";
+      return usage_exit_code;
+    }
+    texts.push_back(*def);
+  }
+  for (const auto& t : texts) {
+    auto addr = api::parse_listen_address(t);
+    if (!addr) {
+      std::cerr << "castellan serve: --listen: " << addr.error().describe() << "\n";
+      return usage_exit_code;
+    }
+    api_opts.listen.push_back(*addr);
+  }
+  api_opts.limits.body_bytes = o.max_body_bytes;
+  api_opts.limits.max_connections = o.max_connections;
+  auto pc = default_pool(o);
+  if (!pc) {
+    std::cerr << "castellan serve: " << pc.error().describe() << "\n";
+    return usage_exit_code;
+  }
+
+  termination_signals signals;
+  if (!signals.ok()) {
+    std::cerr << "castellan serve: signalfd: " << std::strerror(errno) << "\n";
+    return usage_exit_code;
+  }
+  caf::actor_system_config cfg;
+  prepare_actor_system_config(cfg);
+  caf::actor_system sys{cfg};
+  supervisor_config sc;
+  sc.pools.push_back(std::move(*pc));
+  auto sup = spawn_supervisor(sys, sc);
+  if (!sup) {
+    std::cerr << "castellan serve: " << sup.error().describe() << "\n";
+    return usage_exit_code;
+  }
+  auto api = api::api_service::start(sys, *sup, std::move(api_opts));
+  if (!api) {
+    std::cerr << "castellan serve: " << api.error().describe() << "\n";
+    caf::anon_send(*sup, shutdown_atom::value);
+    return usage_exit_code;
+  }
+  for (const auto& b : (*api)->bound())
+    std::cout << "castellan: listening on " << b.to_string() << std::endl;
+
+  const int sig = signals.wait();
+  std::cerr << "castellan: " << (sig == SIGINT ? "SIGINT" : "SIGTERM") << ": draining ("
+            << (*api)->in_flight() << " execs in flight, grace " << o.drain_grace_ms
+            << " ms)\n";
+  (*api)->begin_drain();
+  if (!(*api)->wait_idle(std::chrono::milliseconds(o.drain_grace_ms))) {
+    const auto n = (*api)->cancel_in_flight();
+    std::cerr << "castellan: grace period over: cancelled " << n << " execs\n";
+    // A cancel kills the worker and answers at once; this bounds a stuck one.
+    (*api)->wait_idle(std::chrono::seconds(10));
+  }
+  (*api)->stop();
+  caf::anon_send(*sup, shutdown_atom::value);
+  std::cerr << "castellan: stopped\n";
+  return 0;
+}
+
+} // namespace
+
+void add_serve_command(CLI::App& app, cli_context& ctx) {
+  auto opts = std::make_shared<serve_options>();
+  auto* serve = app.add_subcommand(
+    "serve", "Run the supervisor as a daemon behind the HTTP/JSON API (docs/api.md)");
+  serve->add_option("--listen", opts->listen,
+                    "unix:PATH or tcp:HOST:PORT (loopback only), repeatable (default: "
+                    "unix:/run/castellan/castellan.sock as root, else "
+                    "unix:$XDG_RUNTIME_DIR/castellan.sock)");
+  add_pool_flags(serve, *opts);
+  serve->add_option("--drain-grace-ms", opts->drain_grace_ms,
+                    "On SIGTERM/SIGINT, how long execs in flight may finish before they are "
+                    "cancelled (default 10000)");
+  serve->add_option("--max-body-bytes", opts->max_body_bytes,
+                    "The largest request body accepted (default 4 MiB; beyond: 413)")
+    ->check(CLI::Range(uint64_t{1024}, uint64_t{1} << 30));
+  serve->add_option("--max-connections", opts->max_connections,
+                    "Connections open at once (default 256; beyond: 503 and closed)")
+    ->check(CLI::Range(uint64_t{1}, uint64_t{65536}));
+  serve->callback([opts, &ctx] { ctx.exit_code = run_serve(*opts); });
+}
+
+} // namespace castellan::cli
