@@ -45,6 +45,9 @@ public:
   virtual ~session_base() = default;
   virtual void deliver(http_response r) = 0;
   virtual void close() = 0;
+  /// At stop: closes now, unless a response is ready or being written,
+  /// which is finished first (its timer bounds how long).
+  virtual void close_after_write() = 0;
 };
 
 /// A unix socket this server created: removed at stop if it is still the
@@ -108,6 +111,13 @@ public:
       return;
     }
     write_response();
+  }
+
+  void close_after_write() override {
+    // response_ is set from deliver() until the write completes, including
+    // while the watch read is being cancelled to make way for it.
+    if (!response_)
+      close();
   }
 
   void close() override {
@@ -255,7 +265,7 @@ private:
     timer_.cancel();
     if (closed_)
       return;
-    const bool again = !ec && keep_alive_ && !response_->need_eof();
+    const bool again = !ec && keep_alive_ && !response_->need_eof() && !srv_.stopped;
     response_.reset();
     if (!again) {
       close();
@@ -524,8 +534,10 @@ void http_server::stop() {
     for (auto& kv : p->sessions)
       if (auto s = kv.second.lock())
         open.push_back(std::move(s));
+    // Responses already handed over are written before their connection
+    // closes (the drain's last answers); everything else closes now.
     for (auto& s : open)
-      s->close();
+      s->close_after_write();
     p->work.reset();
   });
   impl_->thread.join();

@@ -86,9 +86,10 @@ public:
   /// Open connections, as last counted on the I/O thread.
   std::size_t connections() const;
 
-  /// Closes the listeners and every connection, joins the I/O thread and
-  /// removes the unix sockets it created (if they are still its own).
-  /// Idempotent.
+  /// Closes the listeners and every connection (a response already handed
+  /// to respond() is written first, within the read timeout), joins the I/O
+  /// thread and removes the unix sockets it created (if they are still its
+  /// own). Idempotent.
   void stop();
 
   struct impl;

@@ -1,0 +1,224 @@
+// `castellan serve` as a process: it listens where it says, serves the API
+// with its built-in default pool, and on SIGTERM drains — an exec in flight
+// finishes and is answered while new ones get 503 — then exits 0 and
+// removes its socket.
+
+#include <boost/test/unit_test.hpp>
+
+#include <poll.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <fcntl.h>
+
+#include <chrono>
+#include <functional>
+#include <future>
+#include <string>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+
+#include "support/build_paths.hpp"
+#include "support/http_client.hpp"
+#include "support/process_scan.hpp"
+#include "support/run_process.hpp"
+
+using castellan::test::http_client;
+using castellan::test::http_reply;
+using json = nlohmann::json;
+
+namespace {
+
+/// A running `castellan serve` with its stdout on a pipe.
+struct serve_process {
+  std::string dir;
+  std::string socket_path;
+  pid_t pid = -1;
+  int out = -1;
+  int exit_status = -1;
+
+  explicit serve_process(std::vector<std::string> extra = {}) {
+    char tmpl[] = "/tmp/castellan-serve-XXXXXX";
+    BOOST_REQUIRE(::mkdtemp(tmpl) != nullptr);
+    dir = tmpl;
+    socket_path = dir + "/castellan.sock";
+    std::vector<std::string> args = {castellan::test::castellan_cli(), "serve", "--listen",
+                                     "unix:" + socket_path, "--pool-size", "2"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    int fds[2];
+    BOOST_REQUIRE(::pipe2(fds, O_CLOEXEC) == 0);
+    pid = ::fork();
+    BOOST_REQUIRE(pid >= 0);
+    if (pid == 0) {
+      ::dup2(fds[1], 1);
+      std::vector<char*> argv;
+      for (auto& a : args)
+        argv.push_back(a.data());
+      argv.push_back(nullptr);
+      ::execv(argv[0], argv.data());
+      ::_exit(127);
+    }
+    ::close(fds[1]);
+    out = fds[0];
+  }
+
+  /// The first line it prints (30 s safety net).
+  std::string first_line() {
+    std::string line;
+    char c;
+    while (line.empty() || line.back() != '\n') {
+      pollfd p{out, POLLIN, 0};
+      BOOST_REQUIRE_MESSAGE(::poll(&p, 1, 30000) == 1, "castellan serve printed nothing");
+      if (::read(out, &c, 1) != 1)
+        break;
+      line += c;
+    }
+    return line;
+  }
+
+  /// Waits for the exit (60 s safety net, then SIGKILL and fail).
+  int wait() {
+    for (int i = 0; i < 6000 && exit_status < 0; ++i) {
+      int status = 0;
+      if (::waitpid(pid, &status, WNOHANG) == pid)
+        exit_status = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+      else
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    if (exit_status < 0) {
+      ::kill(pid, SIGKILL);
+      ::waitpid(pid, nullptr, 0);
+      BOOST_FAIL("castellan serve did not exit within 60 s");
+    }
+    return exit_status;
+  }
+
+  ~serve_process() {
+    if (exit_status < 0 && pid > 0) {
+      ::kill(pid, SIGKILL);
+      ::waitpid(pid, nullptr, 0);
+    }
+    if (out >= 0)
+      ::close(out);
+    std::system(("rm -rf '" + dir + "'").c_str());
+  }
+};
+
+/// GET `target` until `done` holds (30 s safety net).
+http_reply wait_until(const std::string& socket, const std::string& target,
+                      const std::function<bool(const http_reply&)>& done) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  http_client c(socket);
+  for (;;) {
+    auto r = c.get(target);
+    if (done(r))
+      return r;
+    BOOST_REQUIRE_MESSAGE(std::chrono::steady_clock::now() < deadline,
+                          "GET " << target << " never got there: " << r.body);
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+}
+
+} // namespace
+
+BOOST_AUTO_TEST_SUITE(cli_serve)
+
+BOOST_AUTO_TEST_CASE(serves_then_drains_on_sigterm_and_exits_0) {
+  serve_process serve;
+  BOOST_TEST(serve.first_line() == "castellan: listening on unix:" + serve.socket_path + "\n");
+  struct stat st {};
+  BOOST_REQUIRE(::lstat(serve.socket_path.c_str(), &st) == 0);
+  BOOST_TEST((st.st_mode & 07777) == 0600u);
+
+  {
+    http_client c(serve.socket_path);
+    auto r = c.post("/v1/exec", {{"code", "print(6*7)"}});
+    BOOST_REQUIRE_MESSAGE(r.status == 200u, r.body);
+    BOOST_TEST(r.json()["stdout"] == "42\n");
+    BOOST_TEST(r.json()["v"] == 1);
+  }
+
+  // An exec that runs until the test lets it finish (SIGUSR1 from here).
+  const std::string tag = castellan::test::unique_task_name("cksrv");
+  const std::string code = castellan::test::python_set_task_name(tag) +
+                           "import signal\n"
+                           "signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGUSR1})\n"
+                           "print('waiting', flush=True)\n"
+                           "signal.sigwait({signal.SIGUSR1})\n"
+                           "print('finished')\n";
+  auto in_flight = std::async(std::launch::async, [&] {
+    http_client c(serve.socket_path);
+    return c.post("/v1/exec", {{"code", code}});
+  });
+  std::vector<pid_t> tasks;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while ((tasks = castellan::test::tasks_named(tag)).empty()) {
+    BOOST_REQUIRE_MESSAGE(std::chrono::steady_clock::now() < deadline, "the exec never started");
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  BOOST_REQUIRE(castellan::test::wait_until_task_in_syscall(tag, 128 /* rt_sigtimedwait */));
+
+  BOOST_REQUIRE(::kill(serve.pid, SIGTERM) == 0);
+  wait_until(serve.socket_path, "/v1/health",
+             [](const http_reply& r) { return r.json()["status"] == "draining"; });
+  {
+    http_client c(serve.socket_path);
+    auto refused = c.post("/v1/exec", {{"code", "print(1)"}});
+    BOOST_TEST(refused.status == 503u);
+    BOOST_TEST(refused.error_code() == "draining");
+  }
+  for (pid_t t : tasks)
+    ::kill(t, SIGUSR1);
+  auto done = in_flight.get();
+  BOOST_REQUIRE_MESSAGE(done.status == 200u, done.body);
+  BOOST_TEST(done.json()["stdout"] == "waiting\nfinished\n");
+  BOOST_TEST(done.json()["error_class"] == "ok");
+
+  BOOST_TEST(serve.wait() == 0);
+  BOOST_TEST(::lstat(serve.socket_path.c_str(), &st) != 0);
+  BOOST_TEST(errno == ENOENT);
+}
+
+BOOST_AUTO_TEST_CASE(the_grace_period_ends_with_a_cancel) {
+  serve_process serve({"--drain-grace-ms", "0"});
+  serve.first_line();
+  const std::string tag = castellan::test::unique_task_name("cksrg");
+  auto in_flight = std::async(std::launch::async, [&] {
+    http_client c(serve.socket_path);
+    return c.post("/v1/exec", {{"code", castellan::test::python_set_task_name(tag) +
+                                          "import time; time.sleep(120)"}});
+  });
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (castellan::test::tasks_named(tag).empty()) {
+    BOOST_REQUIRE_MESSAGE(std::chrono::steady_clock::now() < deadline, "the exec never started");
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  BOOST_REQUIRE(::kill(serve.pid, SIGTERM) == 0);
+  auto r = in_flight.get();
+  BOOST_REQUIRE_MESSAGE(r.status == 200u, r.body);
+  BOOST_TEST(r.json()["error_class"] == "cancelled");
+  BOOST_TEST(serve.wait() == 0);
+  BOOST_TEST(castellan::test::wait_until_no_task_named(tag).empty());
+}
+
+BOOST_AUTO_TEST_CASE(a_second_server_on_a_live_socket_is_refused) {
+  serve_process first;
+  first.first_line();
+  auto second = castellan::test::run_process(
+    {castellan::test::castellan_cli(), "serve", "--listen", "unix:" + first.socket_path}, {}, 60);
+  BOOST_TEST(second.exit_code == 2);
+  BOOST_TEST(second.err.find("another server is listening on '" + first.socket_path + "'") !=
+               std::string::npos,
+             second.err);
+  // The first one still serves.
+  http_client c(first.socket_path);
+  BOOST_TEST(c.get("/v1/health").status == 200u);
+  BOOST_REQUIRE(::kill(first.pid, SIGTERM) == 0);
+  BOOST_TEST(first.wait() == 0);
+}
+
+BOOST_AUTO_TEST_SUITE_END()

@@ -1,0 +1,336 @@
+#include <boost/test/unit_test.hpp>
+
+#include <stdlib.h>
+
+#include <chrono>
+#include <functional>
+#include <future>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/beast/http.hpp>
+
+#include "actors/api/api_service.hpp"
+#include "support/actor_system_fixture.hpp"
+#include "support/http_client.hpp"
+
+using namespace castellan;
+using namespace castellan::api;
+using castellan::test::http_client;
+using castellan::test::http_reply;
+using json = nlohmann::json;
+
+namespace {
+
+/// A real supervisor with one pool of two sandboxed workers, behind the API
+/// on a unix socket in a private directory.
+struct api_fixture : test::actor_system_fixture {
+  std::string dir;
+  std::string socket_path;
+  supervisor_actor sup;
+  std::unique_ptr<api_service> api;
+
+  api_fixture() {
+    char tmpl[] = "/tmp/castellan-api-XXXXXX";
+    BOOST_REQUIRE(::mkdtemp(tmpl) != nullptr);
+    dir = tmpl;
+    socket_path = dir + "/api.sock";
+  }
+
+  void start(http_limits limits = {}, std::vector<listen_address> extra = {}) {
+    supervisor_config sc;
+    sc.pools.push_back(test_pool(2));
+    auto s = spawn_supervisor(sys, sc);
+    BOOST_REQUIRE_MESSAGE(s, (s ? "" : s.error().describe()));
+    sup = *s;
+    api_options opts;
+    listen_address a;
+    a.path = socket_path;
+    opts.listen.push_back(a);
+    for (auto& e : extra)
+      opts.listen.push_back(e);
+    opts.limits = limits;
+    auto started = api_service::start(sys, sup, std::move(opts));
+    BOOST_REQUIRE_MESSAGE(started, (started ? "" : started.error().describe()));
+    api = std::move(*started);
+  }
+
+  ~api_fixture() {
+    if (api)
+      api->stop();
+    if (sup)
+      caf::anon_send(sup, shutdown_atom::value);
+    std::system(("rm -rf '" + dir + "'").c_str());
+  }
+
+  http_reply exec(const json& body) {
+    http_client c(socket_path);
+    return c.post("/v1/exec", body);
+  }
+
+  /// Asks the API until `done` holds for the answer to GET `target` (30 s
+  /// safety net): waiting for a state, never for a duration.
+  http_reply wait_until(const std::string& target, const std::function<bool(const http_reply&)>& done) {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+    http_client c(socket_path);
+    for (;;) {
+      auto r = c.get(target);
+      if (done(r))
+        return r;
+      BOOST_REQUIRE_MESSAGE(std::chrono::steady_clock::now() < deadline,
+                            "GET " << target << " never got there: " << r.body);
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    }
+  }
+
+  /// The default pool's status once `done` holds for it.
+  json wait_for_pool(const std::function<bool(const json&)>& done) {
+    auto r = wait_until("/v1/pools", [&](const http_reply& x) {
+      return x.status == 200 && done(x.json()["pools"][0]);
+    });
+    return r.json()["pools"][0];
+  }
+
+  static double metric(const std::string& text, const std::string& series) {
+    auto pos = text.find("\n" + series + " ");
+    if (pos == std::string::npos)
+      return 0;
+    return std::stod(text.substr(pos + series.size() + 2));
+  }
+};
+
+} // namespace
+
+BOOST_FIXTURE_TEST_SUITE(api_service_tests, api_fixture)
+
+BOOST_AUTO_TEST_CASE(exec_answers_as_exec_json_prints_plus_v) {
+  start();
+  auto ok = exec({{"code", "print('hi')"}});
+  BOOST_REQUIRE_MESSAGE(ok.status == 200u, ok.body);
+  auto j = ok.json();
+  BOOST_TEST(j["v"] == 1);
+  BOOST_TEST(j["stdout"] == "hi\n");
+  BOOST_TEST(j["exit_code"] == 0);
+  BOOST_TEST(j["error_class"] == "ok");
+  BOOST_TEST(j["exec_id"].get<uint64_t>() != 0u);
+  for (const char* key : {"stderr", "stdout_truncated", "stderr_truncated", "exception", "events",
+                          "timing", "usage", "worker_id", "detail"})
+    BOOST_TEST(j.contains(key), key);
+
+  auto ex = exec({{"code", "raise ValueError('nope')"}});
+  BOOST_REQUIRE(ex.status == 200u);
+  BOOST_TEST(ex.json()["error_class"] == "exception");
+  BOOST_TEST(ex.json()["exception"]["type"] == "ValueError");
+  BOOST_TEST(ex.json()["exception"]["message"] == "nope");
+
+  auto slow = exec({{"code", "import time; time.sleep(60)"}, {"timeout_ms", 300}});
+  BOOST_REQUIRE(slow.status == 200u);
+  BOOST_TEST(slow.json()["error_class"] == "timeout");
+  BOOST_TEST(slow.json()["exit_code"] == 124);
+}
+
+BOOST_AUTO_TEST_CASE(run_executes_a_command_the_pools_policy_allows) {
+  start();
+  http_client c(socket_path);
+  auto r = c.post("/v1/run", {{"argv", {"/usr/bin/python3", "-c", "print(6*7)"}}});
+  BOOST_REQUIRE_MESSAGE(r.status == 200u, r.body);
+  BOOST_TEST(r.json()["stdout"] == "42\n");
+  auto bad = c.post("/v1/run", {{"argv", json::array()}});
+  BOOST_TEST(bad.status == 400u);
+  BOOST_TEST(bad.json()["error"]["field"] == "/argv");
+  auto code = c.post("/v1/run", {{"code", "1"}});
+  BOOST_TEST(code.status == 400u);
+  BOOST_TEST(code.json()["error"]["field"] == "/code");
+}
+
+BOOST_AUTO_TEST_CASE(bad_requests_get_4xx_naming_the_problem_and_the_server_stays_up) {
+  http_limits limits;
+  limits.body_bytes = 4096;
+  start(limits);
+  http_client c(socket_path);
+  auto bad_json = c.request("POST", "/v1/exec", "{\"code\": ");
+  BOOST_TEST(bad_json.status == 400u);
+  BOOST_TEST(bad_json.error_code() == "bad_json");
+  BOOST_TEST(bad_json.error_message().find("column 10") != std::string::npos, bad_json.body);
+
+  auto not_object = c.request("POST", "/v1/exec", "[1]");
+  BOOST_TEST(not_object.status == 400u);
+  BOOST_TEST(not_object.error_message().find("array, not an object") != std::string::npos);
+
+  auto unknown = c.post("/v1/exec", {{"code", "1"}, {"files_in", 1}});
+  BOOST_TEST(unknown.status == 400u);
+  BOOST_TEST(unknown.json()["error"]["field"] == "/files_in");
+  BOOST_TEST(unknown.error_message().find("unknown field 'files_in'") != std::string::npos);
+
+  auto wrong_type = c.post("/v1/exec", {{"code", 5}});
+  BOOST_TEST(wrong_type.status == 400u);
+  BOOST_TEST(wrong_type.error_message() == "'code' must be a string, not number");
+
+  auto missing = c.post("/v1/exec", {{"pool", "default"}});
+  BOOST_TEST(missing.status == 400u);
+  BOOST_TEST(missing.error_message() == "the field 'code' is missing");
+
+  auto timeout = c.post("/v1/exec", {{"code", "1"}, {"timeout_ms", -5}});
+  BOOST_TEST(timeout.status == 400u);
+  BOOST_TEST(timeout.json()["error"]["field"] == "/timeout_ms");
+
+  auto stdin_field = c.post("/v1/exec", {{"code", "1"}, {"stdin", "x"}});
+  BOOST_TEST(stdin_field.status == 400u);
+  BOOST_TEST(stdin_field.error_message().find("not supported yet") != std::string::npos);
+
+  auto pool = c.post("/v1/exec", {{"code", "1"}, {"pool", "nope"}});
+  BOOST_TEST(pool.status == 404u);
+  BOOST_TEST(pool.error_code() == "unknown_pool");
+  BOOST_TEST(pool.error_message().find("no pool named 'nope'") != std::string::npos);
+
+  auto policy = c.post("/v1/exec", {{"code", "1"}, {"policy", {{"version", 99}}}});
+  BOOST_TEST(policy.status == 400u, policy.body);
+  BOOST_TEST(policy.json()["error"]["field"] == "/policy");
+
+  auto media = c.request("POST", "/v1/exec", R"({"code":"1"})", "text/plain");
+  BOOST_TEST(media.status == 415u);
+  BOOST_TEST(media.error_code() == "unsupported_media_type");
+
+  auto route = c.get("/v2/exec");
+  BOOST_TEST(route.status == 404u);
+  BOOST_TEST(route.error_code() == "not_found");
+  auto method = c.get("/v1/exec");
+  BOOST_TEST(method.status == 405u);
+  BOOST_TEST(method.error_code() == "method_not_allowed");
+
+  {
+    // 413 closes the connection: a fresh one.
+    http_client big(socket_path);
+    auto too_large = big.post("/v1/exec", {{"code", std::string(5000, '#')}});
+    BOOST_TEST(too_large.status == 413u);
+    BOOST_TEST(too_large.error_code() == "body_too_large");
+  }
+  // Still serving, on the same keep-alive connection as the errors above.
+  auto health = c.get("/v1/health");
+  BOOST_TEST(health.status == 200u);
+  BOOST_TEST(health.json()["status"] == "ok");
+  BOOST_TEST(c.post("/v1/exec", {{"code", "print(1)"}}).json()["stdout"] == "1\n");
+}
+
+BOOST_AUTO_TEST_CASE(deeply_nested_json_is_refused_without_harm) {
+  start();
+  http_client c(socket_path);
+  const std::size_t depth = 500000;
+  auto r = c.request("POST", "/v1/exec", std::string(depth, '[') + std::string(depth, ']'));
+  BOOST_TEST(r.status == 400u);
+  BOOST_TEST(r.error_code() == "bad_json");
+  BOOST_TEST(c.get("/v1/health").status == 200u);
+}
+
+BOOST_AUTO_TEST_CASE(pools_and_metrics) {
+  start();
+  auto pool = wait_for_pool([](const json& p) { return p["idle"] == 2; });
+  BOOST_TEST(pool["name"] == "default");
+  BOOST_TEST(pool["size"] == 2);
+  BOOST_TEST(exec({{"code", "print(1)"}}).status == 200u);
+  const std::string series = R"(castellan_execs_total{error_class="ok",pool="default"})";
+  auto m = wait_until("/metrics", [&](const http_reply& r) { return metric(r.body, series) >= 1; });
+  BOOST_TEST(m.status == 200u);
+  BOOST_TEST(m.content_type == "text/plain; version=0.0.4; charset=utf-8");
+  BOOST_TEST(m.body.find("# TYPE castellan_execs_total counter") != std::string::npos);
+  auto after = wait_for_pool([](const json& p) { return p["completed"] >= 1; });
+  BOOST_TEST(after["completed"] == 1);
+}
+
+BOOST_AUTO_TEST_CASE(eight_concurrent_requests_on_two_workers_are_all_answered) {
+  start();
+  std::vector<std::future<http_reply>> replies;
+  for (int i = 0; i < 8; ++i)
+    replies.push_back(std::async(std::launch::async, [this, i] {
+      return exec({{"code", "import time; time.sleep(0.1); print(" + std::to_string(i) + ")"}});
+    }));
+  for (int i = 0; i < 8; ++i) {
+    auto r = replies[static_cast<std::size_t>(i)].get();
+    BOOST_TEST_CONTEXT("request " << i) {
+      BOOST_REQUIRE_MESSAGE(r.status == 200u, r.body);
+      BOOST_TEST(r.json()["stdout"] == std::to_string(i) + "\n");
+    }
+  }
+}
+
+BOOST_AUTO_TEST_CASE(a_client_that_disconnects_has_its_exec_cancelled) {
+  start();
+  wait_for_pool([](const json& p) { return p["idle"] == 2; });
+  {
+    http_client c(socket_path);
+    c.send("POST", "/v1/exec", json{{"code", "import time; time.sleep(120)"}}.dump());
+    wait_for_pool([](const json& p) { return p["busy"] == 1; });
+    BOOST_TEST(api->in_flight() == 1u);
+  }
+  // Closed: the exec is cancelled (its worker killed) and the pool whole again.
+  const std::string series = R"(castellan_execs_total{error_class="cancelled",pool="default"})";
+  wait_until("/metrics", [&](const http_reply& r) { return metric(r.body, series) == 1; });
+  auto pool = wait_for_pool([](const json& p) { return p["idle"] == 2 && p["busy"] == 0; });
+  BOOST_TEST(pool["completed"] == 1);
+  BOOST_TEST(api->in_flight() == 0u);
+}
+
+BOOST_AUTO_TEST_CASE(drain_finishes_execs_in_flight_and_refuses_new_ones) {
+  start();
+  auto running = std::async(std::launch::async, [this] {
+    return exec({{"code", "import time; time.sleep(0.5); print('finished')"}});
+  });
+  wait_for_pool([](const json& p) { return p["busy"] == 1; });
+  api->begin_drain();
+  auto refused = exec({{"code", "print(1)"}});
+  BOOST_TEST(refused.status == 503u);
+  BOOST_TEST(refused.error_code() == "draining");
+  http_client c(socket_path);
+  BOOST_TEST(c.get("/v1/health").json()["status"] == "draining");
+  BOOST_TEST(api->wait_idle(std::chrono::seconds(30)));
+  auto done = running.get();
+  BOOST_REQUIRE(done.status == 200u);
+  BOOST_TEST(done.json()["stdout"] == "finished\n");
+  BOOST_TEST(api->cancel_in_flight() == 0u);
+}
+
+BOOST_AUTO_TEST_CASE(cancel_in_flight_ends_what_the_grace_did_not) {
+  start();
+  auto running = std::async(std::launch::async, [this] {
+    return exec({{"code", "import time; time.sleep(120)"}});
+  });
+  wait_for_pool([](const json& p) { return p["busy"] == 1; });
+  api->begin_drain();
+  BOOST_TEST(!api->wait_idle(std::chrono::milliseconds(0)));
+  BOOST_TEST(api->cancel_in_flight() == 1u);
+  BOOST_TEST(api->wait_idle(std::chrono::seconds(30)));
+  auto r = running.get();
+  BOOST_REQUIRE(r.status == 200u);
+  BOOST_TEST(r.json()["error_class"] == "cancelled");
+  BOOST_TEST(r.json()["exit_code"] == 125);
+}
+
+BOOST_AUTO_TEST_CASE(tcp_requests_must_name_a_loopback_host) {
+  listen_address lo;
+  lo.type = listen_address::kind::tcp;
+  lo.host = "127.0.0.1";
+  start({}, {lo});
+  const uint16_t port = api->bound()[1].port;
+  namespace net = boost::asio;
+  namespace http = boost::beast::http;
+  auto get = [&](const std::string& host) {
+    net::io_context io;
+    net::ip::tcp::socket sock(io);
+    sock.connect({net::ip::make_address("127.0.0.1"), port});
+    http::request<http::string_body> req{http::verb::get, "/v1/health", 11};
+    req.set(http::field::host, host);
+    http::write(sock, req);
+    boost::beast::flat_buffer buf;
+    http::response<http::string_body> res;
+    http::read(sock, buf, res);
+    return res.result_int();
+  };
+  BOOST_TEST(get("127.0.0.1:" + std::to_string(port)) == 200u);
+  BOOST_TEST(get("localhost") == 200u);
+  BOOST_TEST(get("attacker.example:" + std::to_string(port)) == 403u);
+  BOOST_TEST(get("127.0.0.1.attacker.example") == 403u);
+}
+
+BOOST_AUTO_TEST_SUITE_END()

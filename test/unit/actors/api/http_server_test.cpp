@@ -1,0 +1,298 @@
+#include <boost/test/unit_test.hpp>
+
+#include <stdlib.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstring>
+#include <fstream>
+#include <future>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/beast/http.hpp>
+#include <nlohmann/json.hpp>
+
+#include "actors/api/http_server.hpp"
+#include "support/http_client.hpp"
+
+using namespace castellan;
+using namespace castellan::api;
+using castellan::test::http_client;
+
+namespace {
+
+/// A private directory for the sockets of one test.
+struct temp_dir {
+  std::string path;
+  temp_dir() {
+    char tmpl[] = "/tmp/castellan-api-XXXXXX";
+    BOOST_REQUIRE(::mkdtemp(tmpl) != nullptr);
+    path = tmpl;
+  }
+  ~temp_dir() { std::system(("rm -rf '" + path + "'").c_str()); }
+};
+
+/// A server that answers every request with what it received, except
+/// `/hold`, which it never answers (until the client goes away).
+struct echo_server {
+  temp_dir dir;
+  std::string socket_path = dir.path + "/api.sock";
+  std::unique_ptr<http_server> server;
+  std::promise<uint64_t> abandoned;
+  std::promise<uint64_t> held;
+
+  explicit echo_server(http_limits limits = {}, std::vector<listen_address> extra = {}) {
+    listen_address a;
+    a.path = socket_path;
+    extra.insert(extra.begin(), a);
+    http_server::callbacks cb;
+    cb.on_request = [this](http_request req) {
+      if (req.target == "/hold") {
+        held.set_value(req.id);
+        return;
+      }
+      http_response r;
+      r.body = nlohmann::json{{"method", req.method}, {"target", req.target}, {"body", req.body},
+                              {"tcp", req.tcp}}
+                 .dump();
+      server->respond(req.id, std::move(r));
+    };
+    cb.on_abandoned = [this](uint64_t id) { abandoned.set_value(id); };
+    auto s = http_server::start(extra, limits, std::move(cb));
+    BOOST_REQUIRE_MESSAGE(s, (s ? "" : s.error().describe()));
+    server = std::move(*s);
+  }
+};
+
+template <class T>
+T wait_for(std::promise<T>& p) {
+  auto f = p.get_future();
+  BOOST_REQUIRE_MESSAGE(f.wait_for(std::chrono::seconds(30)) == std::future_status::ready,
+                        "no event in 30 s");
+  return f.get();
+}
+
+} // namespace
+
+BOOST_AUTO_TEST_SUITE(api_http_server)
+
+BOOST_AUTO_TEST_CASE(the_socket_is_0600_owned_by_the_server_and_removed_at_stop) {
+  echo_server s;
+  struct stat st {};
+  BOOST_REQUIRE(::lstat(s.socket_path.c_str(), &st) == 0);
+  BOOST_TEST(S_ISSOCK(st.st_mode));
+  BOOST_TEST((st.st_mode & 07777) == 0600u);
+  BOOST_TEST(st.st_uid == ::geteuid());
+  http_client c(s.socket_path);
+  auto r = c.get("/x");
+  BOOST_TEST(r.status == 200u);
+  BOOST_TEST(r.json()["target"] == "/x");
+  s.server->stop();
+  BOOST_TEST(::lstat(s.socket_path.c_str(), &st) != 0);
+  BOOST_TEST(errno == ENOENT);
+}
+
+BOOST_AUTO_TEST_CASE(a_stale_socket_is_replaced_a_live_one_and_a_file_are_refused) {
+  temp_dir dir;
+  const std::string path = dir.path + "/api.sock";
+  {
+    // A socket nobody listens on any more: what a killed server leaves.
+    int fd = ::socket(AF_UNIX, SOCK_STREAM, 0);
+    sockaddr_un addr{};
+    addr.sun_family = AF_UNIX;
+    std::strcpy(addr.sun_path, path.c_str());
+    BOOST_REQUIRE(::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0);
+    ::close(fd);
+  }
+  listen_address a;
+  a.path = path;
+  auto first = http_server::start({a}, {}, {[](http_request) {}, [](uint64_t) {}});
+  BOOST_REQUIRE_MESSAGE(first, (first ? "" : first.error().describe()));
+  auto second = http_server::start({a}, {}, {[](http_request) {}, [](uint64_t) {}});
+  BOOST_REQUIRE(!second);
+  BOOST_TEST(second.error().describe().find("another server is listening on '" + path + "'") !=
+             std::string::npos);
+  // The refused server left the live one's socket alone.
+  http_client still(path);
+  (*first)->stop();
+
+  std::ofstream(path) << "not a socket";
+  auto third = http_server::start({a}, {}, {[](http_request) {}, [](uint64_t) {}});
+  BOOST_REQUIRE(!third);
+  BOOST_TEST(third.error().describe().find("exists and is not a socket") != std::string::npos);
+  struct stat st {};
+  BOOST_TEST(::lstat(path.c_str(), &st) == 0);
+  BOOST_TEST(S_ISREG(st.st_mode));
+}
+
+BOOST_AUTO_TEST_CASE(tcp_listens_on_loopback_only) {
+  listen_address any;
+  any.type = listen_address::kind::tcp;
+  any.host = "0.0.0.0";
+  auto refused = http_server::start({any}, {}, {[](http_request) {}, [](uint64_t) {}});
+  BOOST_REQUIRE(!refused);
+  BOOST_TEST(refused.error().describe().find("not a loopback address") != std::string::npos);
+
+  listen_address lo;
+  lo.type = listen_address::kind::tcp;
+  lo.host = "127.0.0.1";
+  echo_server s({}, {lo});
+  BOOST_REQUIRE(s.server->bound().size() == 2u);
+  const uint16_t port = s.server->bound()[1].port;
+  BOOST_TEST(port != 0u);
+  namespace net = boost::asio;
+  namespace http = boost::beast::http;
+  net::io_context io;
+  net::ip::tcp::socket sock(io);
+  sock.connect({net::ip::make_address("127.0.0.1"), port});
+  http::request<http::string_body> req{http::verb::get, "/over-tcp", 11};
+  req.set(http::field::host, "127.0.0.1");
+  http::write(sock, req);
+  boost::beast::flat_buffer buf;
+  http::response<http::string_body> res;
+  http::read(sock, buf, res);
+  BOOST_TEST(res.result_int() == 200u);
+  auto j = nlohmann::json::parse(res.body());
+  BOOST_TEST(j["target"] == "/over-tcp");
+  BOOST_TEST(j["tcp"] == true);
+}
+
+BOOST_AUTO_TEST_CASE(keep_alive_and_pipelined_requests_are_answered_in_order) {
+  echo_server s;
+  http_client c(s.socket_path);
+  auto a = c.get("/a");
+  auto b = c.request("POST", "/b", "body-b");
+  BOOST_TEST(a.keep_alive);
+  BOOST_TEST(a.json()["target"] == "/a");
+  BOOST_TEST(b.json()["body"] == "body-b");
+  c.send_raw("GET /c HTTP/1.1\r\nHost: x\r\n\r\nGET /d HTTP/1.1\r\nHost: x\r\n\r\n");
+  auto cr = c.read();
+  auto dr = c.read();
+  BOOST_TEST(cr.json()["target"] == "/c");
+  BOOST_TEST(dr.json()["target"] == "/d");
+}
+
+BOOST_AUTO_TEST_CASE(oversized_headers_get_431_and_the_connection_closes) {
+  http_limits limits;
+  limits.header_bytes = 1024;
+  echo_server s(limits);
+  http_client c(s.socket_path);
+  c.send_raw("GET / HTTP/1.1\r\nHost: x\r\nX-Big: " + std::string(4096, 'a') + "\r\n\r\n");
+  auto r = c.read();
+  BOOST_TEST(r.status == 431u);
+  BOOST_TEST(r.error_code() == "headers_too_large");
+  BOOST_TEST(c.closed_by_server());
+}
+
+BOOST_AUTO_TEST_CASE(oversized_bodies_get_413_declared_or_chunked) {
+  http_limits limits;
+  limits.body_bytes = 1000;
+  echo_server s(limits);
+  {
+    http_client c(s.socket_path);
+    c.send_raw("POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 1001\r\n\r\n");
+    auto r = c.read();
+    BOOST_TEST(r.status == 413u);
+    BOOST_TEST(r.error_code() == "body_too_large");
+    BOOST_TEST(r.error_message().find("1000 bytes") != std::string::npos);
+    BOOST_TEST(c.closed_by_server());
+  }
+  {
+    http_client c(s.socket_path);
+    std::string chunks;
+    for (int i = 0; i < 3; ++i)
+      chunks += "190\r\n" + std::string(400, 'x') + "\r\n"; // 3 x 400 bytes
+    c.send_raw("POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n" + chunks +
+               "0\r\n\r\n");
+    auto r = c.read();
+    BOOST_TEST(r.status == 413u);
+    BOOST_TEST(c.closed_by_server());
+  }
+  {
+    // Exactly at the limit is accepted.
+    http_client c(s.socket_path);
+    auto r = c.request("POST", "/", std::string(1000, 'y'));
+    BOOST_TEST(r.status == 200u);
+  }
+}
+
+BOOST_AUTO_TEST_CASE(ambiguous_framing_is_refused_not_guessed) {
+  // Request smuggling needs two parsers to disagree on where a request
+  // ends: the server refuses every framing that admits two readings.
+  echo_server s;
+  const char* cases[] = {
+    "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n"
+    "0\r\n\r\n",
+    "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nContent-Length: 6\r\n\r\nhello!",
+    "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 5, 6\r\n\r\nhello!",
+    "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: -1\r\n\r\n",
+    "POST / HTTP/1.1\r\nHost: x\r\nContent-Length : 5\r\n\r\nhello",
+    "GET / HTTP/1.1\r\nHost: x\r\n\nX: y\r\n\r\n",
+  };
+  for (const char* raw : cases) {
+    BOOST_TEST_CONTEXT(raw) {
+      http_client c(s.socket_path);
+      c.send_raw(raw);
+      auto r = c.read();
+      BOOST_TEST(r.status == 400u);
+      BOOST_TEST(r.error_code() == "bad_http");
+      BOOST_TEST(c.closed_by_server());
+    }
+  }
+}
+
+BOOST_AUTO_TEST_CASE(a_slow_client_is_disconnected) {
+  http_limits limits;
+  limits.read_timeout = std::chrono::milliseconds(200);
+  echo_server s(limits);
+  // Slowloris: headers begun, never finished.
+  http_client slow(s.socket_path);
+  slow.send_raw("GET / HTTP/1.1\r\nHost: x\r\n");
+  BOOST_TEST(slow.closed_by_server());
+  // A connection that never sends a byte.
+  http_client silent(s.socket_path);
+  BOOST_TEST(silent.closed_by_server());
+  // An idle kept-alive connection, after one answered request.
+  http_client idle(s.socket_path);
+  BOOST_TEST(idle.get("/").status == 200u);
+  BOOST_TEST(idle.closed_by_server());
+}
+
+BOOST_AUTO_TEST_CASE(connections_beyond_the_limit_are_refused_with_503) {
+  http_limits limits;
+  limits.max_connections = 2;
+  echo_server s(limits);
+  http_client a(s.socket_path);
+  http_client b(s.socket_path);
+  // Both admitted (answered) before the third connects.
+  BOOST_TEST(a.get("/a").status == 200u);
+  BOOST_TEST(b.get("/b").status == 200u);
+  http_client c(s.socket_path);
+  auto r = c.read();
+  BOOST_TEST(r.status == 503u);
+  BOOST_TEST(r.error_code() == "too_many_connections");
+  BOOST_TEST(c.closed_by_server());
+  // The admitted ones are unaffected.
+  BOOST_TEST(a.get("/a2").status == 200u);
+}
+
+BOOST_AUTO_TEST_CASE(a_client_that_goes_away_abandons_its_request) {
+  echo_server s;
+  http_client c(s.socket_path);
+  c.send("GET", "/hold");
+  const uint64_t id = wait_for(s.held);
+  c.close();
+  BOOST_TEST(wait_for(s.abandoned) == id);
+  // A late answer to it is dropped; the server goes on.
+  s.server->respond(id, http_response{});
+  http_client d(s.socket_path);
+  BOOST_TEST(d.get("/after").status == 200u);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
