@@ -51,6 +51,7 @@ outcome<install_layout> find_install_layout() {
                                   exe_dir + "/../share/castellan/python/castellan_harness.py"},
                                  R_OK);
   out.policies_dir = first_existing({prefix + "/share/castellan/policies"}, R_OK);
+  out.config_file = first_existing({prefix + "/share/castellan/castellan.toml"}, R_OK);
   if (out.worker_binary.empty() || !is_file(out.worker_binary, X_OK))
     return logic_failure("castellan-worker not found beside " + std::string(buf) +
                          " (set CASTELLAN_WORKER to its path)");
@@ -60,10 +61,13 @@ outcome<install_layout> find_install_layout() {
   return out;
 }
 
+bool is_policy_name(const std::string& argument) {
+  return !argument.empty() && argument.find('/') == std::string::npos &&
+         (argument.size() < 5 || argument.compare(argument.size() - 5, 5, ".json") != 0);
+}
+
 std::string resolve_policy_argument(const install_layout& layout, const std::string& argument) {
-  const bool is_name = !argument.empty() && argument.find('/') == std::string::npos &&
-                       (argument.size() < 5 || argument.compare(argument.size() - 5, 5, ".json") != 0);
-  if (!is_name || layout.policies_dir.empty())
+  if (!is_policy_name(argument) || layout.policies_dir.empty())
     return argument;
   return layout.policies_dir + "/" + argument + ".json";
 }

@@ -15,7 +15,15 @@ struct install_layout {
   std::string worker_binary; ///< castellan-worker
   std::string harness;       ///< castellan_harness.py
   std::string policies_dir;  ///< the pre-built policies (may be empty if absent)
+  std::string config_file;   ///< the default daemon config, castellan.toml (may be empty if absent)
 };
+
+/// The pre-built policy a pool runs when nothing names another.
+inline constexpr const char* default_policy_name = "default";
+
+/// True when a policy argument is a pre-built policy's name rather than a
+/// path: no '/' and no ".json" ending ("strict", not "./strict" or "strict.json").
+bool is_policy_name(const std::string& argument);
 
 /// What a policy argument names: a pre-built policy's name (`strict`: no '/'
 /// and no ".json") is `<policies_dir>/strict.json`; anything else is a path.

@@ -44,7 +44,7 @@ outcome<pool_config> default_pool(const pool_options& o) {
   std::string policy_path =
     layout ? platform::resolve_policy_argument(*layout, o.policy) : o.policy;
   if (policy_path.empty() && !policies_dir.empty())
-    policy_path = policies_dir + "/default.json";
+    policy_path = policies_dir + "/" + platform::default_policy_name + ".json";
   if (!policy_path.empty()) {
     auto doc = policy::load_policy(policy_path, policies_dir);
     if (!doc)

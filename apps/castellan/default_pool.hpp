@@ -14,14 +14,16 @@
 
 namespace castellan::cli {
 
+/// The defaults are pool_spec's (as a config's [[pools]] has them), but for
+/// the size: one worker for one exec.
 struct pool_options {
   uint32_t pool_size = 1;
-  std::string python = "/usr/bin/python3";
-  bool worker_stderr = false;
-  std::string policy;                ///< empty: policies/default.json
+  std::string python = pool_spec{}.python;
+  bool worker_stderr = pool_spec{}.worker_stderr;
+  std::string policy;                ///< empty: the pre-built default policy
   std::string isolation = "sandbox"; ///< "sandbox" or "none"
-  std::string mode = "isolated";     ///< "isolated" or "shared" (pool_config::mode)
-  bool warm_start = false;           ///< pool_config::warm_start
+  std::string mode = to_string(pool_spec{}.mode); ///< "isolated" or "shared" (pool_config::mode)
+  bool warm_start = pool_spec{}.warm_start;        ///< pool_config::warm_start
 };
 
 /// Adds --pool-size, --python, --worker-stderr, --policy, --isolation,
