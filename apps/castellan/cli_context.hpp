@@ -32,5 +32,7 @@ void add_policy_commands(CLI::App& app, cli_context& ctx);
 void add_audit_commands(CLI::App& app, cli_context& ctx);
 /// `castellan serve` (apps/castellan/serve_command.cpp).
 void add_serve_command(CLI::App& app, cli_context& ctx);
+/// `castellan config check` (apps/castellan/config_command.cpp).
+void add_config_commands(CLI::App& app, cli_context& ctx);
 
 } // namespace castellan::cli

@@ -96,6 +96,23 @@ BOOST_AUTO_TEST_CASE(pre_built_policies_resolve_by_name_under_the_prefix) {
   BOOST_TEST(missing.err.find("no-such-policy") != std::string::npos, missing.err);
 }
 
+BOOST_AUTO_TEST_CASE(the_default_config_is_installed_and_checks_against_the_prefix) {
+  installed_tree t;
+  const std::string config = t.prefix + "/share/castellan/castellan.toml";
+  auto r = t.cli({"config", "check", config});
+  BOOST_TEST(r.exit_code == 0, r.err);
+  BOOST_TEST(r.out == config + ": ok\npool default: policy default, size 4, mode isolated\n");
+  // Its policy directory is the installed one: a pool naming a policy the
+  // install lacks is refused with that directory in the message.
+  const std::string other = t.home + "/other.toml";
+  std::ofstream(other) << "[[pools]]\nname = \"x\"\npolicy = \"no-such-policy\"\n";
+  auto bad = t.cli({"config", "check", other});
+  BOOST_TEST(bad.exit_code == 1);
+  BOOST_TEST(bad.err.find("no policy of that name in " + t.prefix + "/share/castellan/policies") !=
+               std::string::npos,
+             bad.err);
+}
+
 BOOST_AUTO_TEST_CASE(a_policy_path_below_a_private_directory_is_bound) {
   installed_tree t;
   const std::string data = t.home + "/data";
