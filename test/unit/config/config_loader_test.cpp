@@ -118,8 +118,8 @@ BOOST_AUTO_TEST_CASE(every_error_in_one_pass_in_file_order) {
   const std::string f = d.path + "/castellan.toml";
   const std::string pdir = test::source_dir() + "/policies";
   const std::vector<std::string> expected = {
-      f + ":1:31: listen[1]: \"http://0.0.0.0:80\": must start with \"unix:\" (a socket path) or "
-          "\"tcp:\" (host and port)",
+      f + ":1:31: listen[1]: \"http://0.0.0.0:80\": the scheme is not 'unix:' or 'tcp:' "
+          "(unix:PATH or tcp:HOST:PORT)",
       f + ":1:52: listen[2]: 3: must be a string, not an integer",
       f + ":2:18: drain_grace_ms: -5: must be between 0 and 3600000",
       f + ":3:1: poolz: 1: unknown key (did you mean \"pools\"?)",
@@ -146,6 +146,23 @@ BOOST_AUTO_TEST_CASE(every_error_in_one_pass_in_file_order) {
       f + ":21:1: pools[2].name: missing: every pool needs a name",
   };
   BOOST_TEST(described(l.errors) == expected, boost::test_tools::per_element());
+}
+
+BOOST_AUTO_TEST_CASE(listen_addresses_are_parsed_as_serve_parses_them) {
+  BOOST_TEST(only_error("listen = [\"unix:run/c.sock\"]\n") ==
+             "1:11: listen[0]: \"unix:run/c.sock\": the unix socket path 'run/c.sock' is not "
+             "absolute");
+  BOOST_TEST(only_error("listen = [\"tcp:127.0.0.1:99999\"]\n") ==
+             "1:11: listen[0]: \"tcp:127.0.0.1:99999\": the port '99999' is not a number from 0 "
+             "to 65535");
+  BOOST_TEST(only_error("listen = [\"tcp:[::1]:80\", \"tcp:[::1]:80\"]\n") ==
+             "1:27: listen[1]: \"tcp:[::1]:80\": listed twice");
+  BOOST_TEST(only_error("listen = []\n") == "1:10: listen: []: must list at least one address");
+  config_dir d;
+  auto l = d.load("listen = [\"unix:/run/c.sock\", \"tcp:[::1]:8080\", \"tcp:localhost:0\"]\n" +
+                  source_policies());
+  BOOST_TEST_REQUIRE(l.ok(), all_errors(l));
+  BOOST_TEST(l.config.listen.size() == 3u);
 }
 
 BOOST_AUTO_TEST_CASE(wrong_types_name_both_types) {
