@@ -50,14 +50,18 @@ outcome<std::string> default_listen() {
   return "unix:" + std::string(dir) + "/castellan.sock";
 }
 
-/// SIGTERM and SIGINT, blocked in this thread and every thread started
-/// after (create it before the actor system), read from a signalfd.
+/// SIGTERM, SIGINT and SIGHUP, blocked in this thread and every thread
+/// started after (create it before the actor system), read from a
+/// signalfd. SIGHUP, the usual reload signal, has no config to reload
+/// yet: it is reported and ignored rather than ending the daemon without
+/// a drain (its default action).
 class termination_signals {
 public:
   termination_signals() {
     sigemptyset(&set_);
     sigaddset(&set_, SIGTERM);
     sigaddset(&set_, SIGINT);
+    sigaddset(&set_, SIGHUP);
     pthread_sigmask(SIG_BLOCK, &set_, &saved_);
     fd_ = unique_fd(::signalfd(-1, &set_, SFD_CLOEXEC));
   }
@@ -67,7 +71,7 @@ public:
 
   bool ok() const { return fd_.get() >= 0; }
 
-  /// Blocks until one arrives; its number.
+  /// Blocks until one of them arrives; its number.
   int wait() {
     signalfd_siginfo info{};
     for (;;) {
@@ -136,7 +140,11 @@ int run_serve(const serve_options& o) {
   for (const auto& b : (*api)->bound())
     std::cout << "castellan: listening on " << b.to_string() << std::endl;
 
-  const int sig = signals.wait();
+  int sig = signals.wait();
+  while (sig == SIGHUP) {
+    std::cerr << "castellan: SIGHUP: no config to reload; ignored\n";
+    sig = signals.wait();
+  }
   std::cerr << "castellan: " << (sig == SIGINT ? "SIGINT" : "SIGTERM") << ": draining ("
             << (*api)->in_flight() << " execs in flight, grace " << o.drain_grace_ms
             << " ms)\n";

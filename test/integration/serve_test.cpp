@@ -41,20 +41,25 @@ struct serve_process {
   int out = -1;
   int exit_status = -1;
 
-  explicit serve_process(std::vector<std::string> extra = {}) {
+  int err = -1;
+
+  explicit serve_process(std::vector<std::string> extra = {}, std::string socket = {}) {
     char tmpl[] = "/tmp/castellan-serve-XXXXXX";
     BOOST_REQUIRE(::mkdtemp(tmpl) != nullptr);
     dir = tmpl;
-    socket_path = dir + "/castellan.sock";
+    socket_path = socket.empty() ? dir + "/castellan.sock" : socket;
     std::vector<std::string> args = {castellan::test::castellan_cli(), "serve", "--listen",
                                      "unix:" + socket_path, "--pool-size", "2"};
     args.insert(args.end(), extra.begin(), extra.end());
     int fds[2];
     BOOST_REQUIRE(::pipe2(fds, O_CLOEXEC) == 0);
+    int efds[2];
+    BOOST_REQUIRE(::pipe2(efds, O_CLOEXEC) == 0);
     pid = ::fork();
     BOOST_REQUIRE(pid >= 0);
     if (pid == 0) {
       ::dup2(fds[1], 1);
+      ::dup2(efds[1], 2);
       std::vector<char*> argv;
       for (auto& a : args)
         argv.push_back(a.data());
@@ -63,7 +68,23 @@ struct serve_process {
       ::_exit(127);
     }
     ::close(fds[1]);
+    ::close(efds[1]);
     out = fds[0];
+    err = efds[0];
+  }
+
+  /// Reads its stderr until `text` appears (30 s safety net); what it read.
+  std::string wait_for_stderr(const std::string& text) {
+    std::string seen;
+    char buf[512];
+    while (seen.find(text) == std::string::npos) {
+      pollfd p{err, POLLIN, 0};
+      BOOST_REQUIRE_MESSAGE(::poll(&p, 1, 30000) == 1, "no '" << text << "' on stderr: " << seen);
+      ssize_t n = ::read(err, buf, sizeof(buf));
+      BOOST_REQUIRE_MESSAGE(n > 0, "stderr closed before '" << text << "': " << seen);
+      seen.append(buf, static_cast<std::size_t>(n));
+    }
+    return seen;
   }
 
   /// The first line it prints (30 s safety net).
@@ -104,6 +125,8 @@ struct serve_process {
     }
     if (out >= 0)
       ::close(out);
+    if (err >= 0)
+      ::close(err);
     std::system(("rm -rf '" + dir + "'").c_str());
   }
 };
@@ -219,6 +242,33 @@ BOOST_AUTO_TEST_CASE(a_second_server_on_a_live_socket_is_refused) {
   BOOST_TEST(c.get("/v1/health").status == 200u);
   BOOST_REQUIRE(::kill(first.pid, SIGTERM) == 0);
   BOOST_TEST(first.wait() == 0);
+}
+
+BOOST_AUTO_TEST_CASE(sighup_is_ignored_and_a_killed_servers_socket_is_taken_over) {
+  serve_process first;
+  first.first_line();
+  BOOST_REQUIRE(::kill(first.pid, SIGHUP) == 0);
+  first.wait_for_stderr("SIGHUP: no config to reload; ignored");
+  {
+    http_client c(first.socket_path);
+    BOOST_TEST(c.get("/v1/health").json()["status"] == "ok");
+  }
+  // SIGKILL: no drain, the socket file stays behind, nobody answers on it.
+  BOOST_REQUIRE(::kill(first.pid, SIGKILL) == 0);
+  BOOST_TEST(first.wait() == 128 + SIGKILL);
+  struct stat st {};
+  BOOST_REQUIRE(::lstat(first.socket_path.c_str(), &st) == 0);
+  serve_process second({}, first.socket_path);
+  BOOST_TEST(second.first_line() == "castellan: listening on unix:" + first.socket_path + "\n");
+  {
+    http_client c(first.socket_path);
+    auto r = c.post("/v1/exec", {{"code", "print('again')"}});
+    BOOST_REQUIRE_MESSAGE(r.status == 200u, r.body);
+    BOOST_TEST(r.json()["stdout"] == "again\n");
+  }
+  BOOST_REQUIRE(::kill(second.pid, SIGTERM) == 0);
+  BOOST_TEST(second.wait() == 0);
+  BOOST_TEST(::lstat(first.socket_path.c_str(), &st) != 0);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -155,6 +155,12 @@ BOOST_AUTO_TEST_CASE(bad_requests_get_4xx_naming_the_problem_and_the_server_stay
   BOOST_TEST(bad_json.error_code() == "bad_json");
   BOOST_TEST(bad_json.error_message().find("column 10") != std::string::npos, bad_json.body);
 
+  auto not_utf8 = c.request("POST", "/v1/exec", "{\"code\": \"print('\xff')\"}");
+  BOOST_TEST(not_utf8.status == 400u);
+  BOOST_TEST(not_utf8.error_code() == "bad_json");
+  BOOST_TEST(not_utf8.error_message().find("ill-formed UTF-8") != std::string::npos,
+             not_utf8.body);
+
   auto not_object = c.request("POST", "/v1/exec", "[1]");
   BOOST_TEST(not_object.status == 400u);
   BOOST_TEST(not_object.error_message().find("array, not an object") != std::string::npos);
@@ -284,6 +290,9 @@ BOOST_AUTO_TEST_CASE(drain_finishes_execs_in_flight_and_refuses_new_ones) {
   BOOST_TEST(refused.error_code() == "draining");
   http_client c(socket_path);
   BOOST_TEST(c.get("/v1/health").json()["status"] == "draining");
+  // What only reads still answers.
+  BOOST_TEST(c.get("/v1/pools").status == 200u);
+  BOOST_TEST(c.get("/metrics").status == 200u);
   BOOST_TEST(api->wait_idle(std::chrono::seconds(30)));
   auto done = running.get();
   BOOST_REQUIRE(done.status == 200u);

@@ -3,7 +3,9 @@
 #include <stdlib.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <grp.h>
 #include <sys/un.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -20,6 +22,7 @@
 
 #include "actors/api/http_server.hpp"
 #include "support/http_client.hpp"
+#include "support/skip.hpp"
 
 using namespace castellan;
 using namespace castellan::api;
@@ -96,6 +99,37 @@ BOOST_AUTO_TEST_CASE(the_socket_is_0600_owned_by_the_server_and_removed_at_stop)
   s.server->stop();
   BOOST_TEST(::lstat(s.socket_path.c_str(), &st) != 0);
   BOOST_TEST(errno == ENOENT);
+}
+
+BOOST_AUTO_TEST_CASE(another_user_cannot_connect) {
+  if (::geteuid() != 0) {
+    castellan::test::skip("becoming another user to connect needs root");
+    return;
+  }
+  echo_server s;
+  // The directory open to all, so that only the socket's own mode decides.
+  BOOST_REQUIRE(::chmod(s.dir.path.c_str(), 0755) == 0);
+  pid_t child = ::fork();
+  BOOST_REQUIRE(child >= 0);
+  if (child == 0) {
+    // nobody: no capability, another uid and gid.
+    if (::setgroups(0, nullptr) != 0 || ::setgid(65534) != 0 || ::setuid(65534) != 0)
+      ::_exit(3);
+    int fd = ::socket(AF_UNIX, SOCK_STREAM, 0);
+    sockaddr_un addr{};
+    addr.sun_family = AF_UNIX;
+    std::strcpy(addr.sun_path, s.socket_path.c_str());
+    if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0)
+      ::_exit(1);
+    ::_exit(errno == EACCES ? 0 : 2);
+  }
+  int status = 0;
+  BOOST_REQUIRE(::waitpid(child, &status, 0) == child);
+  BOOST_REQUIRE(WIFEXITED(status));
+  BOOST_TEST(WEXITSTATUS(status) == 0, "0: EACCES, 1: connected, 2: another error, 3: setuid");
+  // Its owner still can.
+  http_client c(s.socket_path);
+  BOOST_TEST(c.get("/").status == 200u);
 }
 
 BOOST_AUTO_TEST_CASE(a_stale_socket_is_replaced_a_live_one_and_a_file_are_refused) {
