@@ -27,80 +27,86 @@ http_response error_response(const caf::error& err, const caf::actor_system& sys
   const std::string message = describe(err, sys);
   if (err.category() == caf::detail::error_factory<castellan_errc>::category) {
     switch (static_cast<castellan_errc>(err.code())) {
-      case castellan_errc::no_such_pool:
-        return json_response(404, error_body("unknown_pool", message, "/pool"));
-      case castellan_errc::invalid_request:
-        return json_response(400, error_body("invalid_request", message));
-      case castellan_errc::policy_invalid:
-        return json_response(400, error_body("invalid_policy", message, "/policy"));
-      case castellan_errc::no_such_policy:
-        return json_response(400, error_body("unknown_policy", message, "/policy"));
-      case castellan_errc::shutting_down:
-        return json_response(503, error_body("draining", message));
-      case castellan_errc::spawn_failed:
-        return json_response(503, error_body("pool_down", message));
-      case castellan_errc::io_failed:
-        break;
+    case castellan_errc::no_such_pool:
+      return json_response(404, error_body("unknown_pool", message, "/pool"));
+    case castellan_errc::invalid_request:
+      return json_response(400, error_body("invalid_request", message));
+    case castellan_errc::policy_invalid:
+      return json_response(400, error_body("invalid_policy", message, "/policy"));
+    case castellan_errc::no_such_policy:
+      return json_response(400, error_body("unknown_policy", message, "/policy"));
+    case castellan_errc::shutting_down:
+      return json_response(503, error_body("draining", message));
+    case castellan_errc::spawn_failed:
+      return json_response(503, error_body("pool_down", message));
+    case castellan_errc::io_failed:
+      break;
     }
   }
   return json_response(500, error_body("internal", message));
+}
+
+/// The api actor's behavior. A function with arguments, not a capturing
+/// lambda without: CAF 0.17's spawn of the latter dereferences an empty
+/// argument tuple (undefined behaviour, reported by UBSan).
+caf::behavior api_behavior(caf::event_based_actor* self, supervisor_actor supervisor,
+                           std::shared_ptr<api_responder> responder) {
+  return {
+      [=](exec_atom, uint64_t request_id, exec_request& req) {
+        self->request(supervisor, caf::infinite, exec_atom::value, std::move(req))
+            .then(
+                [=](exec_result& r) {
+                  if (r.error == error_class::busy)
+                    responder->complete(request_id,
+                                        json_response(503, error_body("busy", r.detail)));
+                  else
+                    responder->complete(request_id, json_response(200, result_body(r)));
+                },
+                [=](caf::error& err) {
+                  responder->complete(request_id, error_response(err, self->system()));
+                });
+      },
+      [=](status_atom, uint64_t request_id) {
+        self->request(supervisor, query_timeout, status_atom::value)
+            .then(
+                [=](std::vector<pool_status>& pools) {
+                  responder->complete(request_id, json_response(200, pools_body(pools)));
+                },
+                [=](caf::error& err) {
+                  responder->complete(
+                      request_id,
+                      json_response(503, error_body("unavailable", describe(err, self->system()))));
+                });
+      },
+      [=](metrics_atom, uint64_t request_id) {
+        self->request(supervisor, query_timeout, metrics_atom::value)
+            .then(
+                [=](std::string& text) {
+                  http_response r;
+                  r.content_type = "text/plain; version=0.0.4; charset=utf-8";
+                  r.body = std::move(text);
+                  responder->complete(request_id, std::move(r));
+                },
+                [=](caf::error& err) {
+                  responder->complete(
+                      request_id,
+                      json_response(503, error_body("unavailable", describe(err, self->system()))));
+                });
+      },
+      [=](cancel_atom, uint64_t exec_id) {
+        // The exec's own answer (cancelled, or its result if it won the
+        // race) comes back on its exec request; this reply says nothing more.
+        self->request(supervisor, query_timeout, cancel_atom::value, exec_id)
+            .then([](cancel_reply&) {}, [](caf::error&) {});
+      },
+  };
 }
 
 } // namespace
 
 caf::actor spawn_api_actor(caf::actor_system& sys, supervisor_actor supervisor,
                            std::shared_ptr<api_responder> responder) {
-  return sys.spawn([supervisor, responder](caf::event_based_actor* self) -> caf::behavior {
-    return {
-      [=](exec_atom, uint64_t request_id, exec_request& req) {
-        self->request(supervisor, caf::infinite, exec_atom::value, std::move(req))
-          .then(
-            [=](exec_result& r) {
-              if (r.error == error_class::busy)
-                responder->complete(request_id,
-                                    json_response(503, error_body("busy", r.detail)));
-              else
-                responder->complete(request_id, json_response(200, result_body(r)));
-            },
-            [=](caf::error& err) {
-              responder->complete(request_id, error_response(err, self->system()));
-            });
-      },
-      [=](status_atom, uint64_t request_id) {
-        self->request(supervisor, query_timeout, status_atom::value)
-          .then(
-            [=](std::vector<pool_status>& pools) {
-              responder->complete(request_id, json_response(200, pools_body(pools)));
-            },
-            [=](caf::error& err) {
-              responder->complete(request_id,
-                                  json_response(503, error_body("unavailable",
-                                                                describe(err, self->system()))));
-            });
-      },
-      [=](metrics_atom, uint64_t request_id) {
-        self->request(supervisor, query_timeout, metrics_atom::value)
-          .then(
-            [=](std::string& text) {
-              http_response r;
-              r.content_type = "text/plain; version=0.0.4; charset=utf-8";
-              r.body = std::move(text);
-              responder->complete(request_id, std::move(r));
-            },
-            [=](caf::error& err) {
-              responder->complete(request_id,
-                                  json_response(503, error_body("unavailable",
-                                                                describe(err, self->system()))));
-            });
-      },
-      [=](cancel_atom, uint64_t exec_id) {
-        // The exec's own answer (cancelled, or its result if it won the
-        // race) comes back on its exec request; this reply says nothing more.
-        self->request(supervisor, query_timeout, cancel_atom::value, exec_id)
-          .then([](cancel_reply&) {}, [](caf::error&) {});
-      },
-    };
-  });
+  return sys.spawn(api_behavior, std::move(supervisor), std::move(responder));
 }
 
 } // namespace castellan::api

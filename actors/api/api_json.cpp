@@ -63,7 +63,7 @@ std::variant<exec_request, api_error> parse_exec_body(std::string_view body, boo
         const std::string ptr = "argv/" + std::to_string(i);
         if (!a.is_string())
           return field_error(ptr, "'argv[" + std::to_string(i) + "]' must be a string, not " +
-                                    type_name(a));
+                                      type_name(a));
         auto s = a.get<std::string>();
         if (s.find('\0') != std::string::npos)
           return field_error(ptr, "'argv[" + std::to_string(i) + "]' contains a NUL byte");
@@ -75,7 +75,7 @@ std::variant<exec_request, api_error> parse_exec_body(std::string_view body, boo
     } else if (key == "timeout_ms") {
       if (!v.is_number_unsigned() || v.get<uint64_t>() == 0 || v.get<uint64_t>() > max_timeout_ms)
         return field_error(key, "'timeout_ms' must be an integer from 1 to " +
-                                  std::to_string(max_timeout_ms) + ", not " + v.dump());
+                                    std::to_string(max_timeout_ms) + ", not " + v.dump());
       req.timeout_ms = v.get<uint64_t>();
     } else if (key == "pool") {
       if (!v.is_string() || v.get<std::string>().empty())
@@ -84,15 +84,15 @@ std::variant<exec_request, api_error> parse_exec_body(std::string_view body, boo
     } else if (key == "policy") {
       if (!v.is_object())
         return field_error(key, "'policy' must be a policy document (a JSON object), not " +
-                                  type_name(v));
+                                    type_name(v));
       req.policy = v.dump();
     } else if (key == "stdin" || key == "env" || key == "cwd") {
       return field_error(key, "'" + key +
-                                "' is not supported yet: an exec gets no stdin, environment or "
-                                "working directory from its request");
+                                  "' is not supported yet: an exec gets no stdin, environment or "
+                                  "working directory from its request");
     } else {
       return field_error(key, "unknown field '" + key + "' (expected " +
-                                (command ? "argv" : "code") + ", timeout_ms, pool, policy)");
+                                  (command ? "argv" : "code") + ", timeout_ms, pool, policy)");
     }
   }
   if (!has_main)

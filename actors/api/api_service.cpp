@@ -70,8 +70,8 @@ bool loopback_host(std::string_view host) {
 
 struct api_service::state final : api_responder {
   caf::actor actor;
-  http_server* srv = nullptr;           ///< the server, for its own I/O thread
-  std::unique_ptr<http_server> server;  ///< owned; stopped, never reset, by stop()
+  http_server* srv = nullptr;          ///< the server, for its own I/O thread
+  std::unique_ptr<http_server> server; ///< owned; stopped, never reset, by stop()
 
   mutable std::mutex m;
   std::condition_variable idle_cv;
@@ -95,7 +95,7 @@ struct api_service::state final : api_responder {
     if (req.tcp && !loopback_host(req.host)) {
       srv->respond(req.id, error_response(403, "forbidden_host",
                                           "the Host header '" + req.host +
-                                            "' does not name a loopback address"));
+                                              "' does not name a loopback address"));
       return;
     }
     auto allow = [&](const char* method) {
@@ -124,13 +124,13 @@ struct api_service::state final : api_responder {
           d = draining;
         }
         srv->respond(req.id, json_response(200, d ? R"({"v":1,"status":"draining"})"
-                                                   : R"({"v":1,"status":"ok"})"));
+                                                  : R"({"v":1,"status":"ok"})"));
       }
     } else {
       srv->respond(req.id, error_response(404, "not_found",
                                           "no route " + std::string(path) +
-                                            " (POST /v1/exec, POST /v1/run, GET /v1/pools, "
-                                            "GET /v1/health, GET /metrics)"));
+                                              " (POST /v1/exec, POST /v1/run, GET /v1/pools, "
+                                              "GET /v1/health, GET /metrics)"));
     }
   }
 
@@ -141,7 +141,7 @@ struct api_service::state final : api_responder {
     if (!is_json_media_type(req.content_type)) {
       srv->respond(req.id, error_response(415, "unsupported_media_type",
                                           "Content-Type must be application/json, not '" +
-                                            req.content_type + "'"));
+                                              req.content_type + "'"));
       return;
     }
     auto parsed = parse_exec_body(req.body, command);
@@ -175,9 +175,8 @@ struct api_service::state final : api_responder {
   }
 };
 
-outcome<std::unique_ptr<api_service>> api_service::start(caf::actor_system& sys,
-                                                         supervisor_actor supervisor,
-                                                         api_options opts) {
+outcome<std::unique_ptr<api_service>>
+api_service::start(caf::actor_system& sys, supervisor_actor supervisor, api_options opts) {
   auto st = std::make_shared<state>();
   st->actor = spawn_api_actor(sys, std::move(supervisor), st);
   state* raw = st.get();

@@ -28,8 +28,7 @@ class api_service {
 public:
   /// Starts the server on every listener of `opts`, serving `supervisor`.
   static outcome<std::unique_ptr<api_service>> start(caf::actor_system& sys,
-                                                     supervisor_actor supervisor,
-                                                     api_options opts);
+                                                     supervisor_actor supervisor, api_options opts);
   ~api_service();
 
   api_service(const api_service&) = delete;

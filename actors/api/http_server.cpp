@@ -78,10 +78,8 @@ struct http_server::impl {
   bool stopped = false;
   std::thread thread;
 
-  template <class Socket>
-  void admit(Socket s, bool tcp);
-  template <class Acceptor, class Socket>
-  void accept_loop(Acceptor& acc, bool tcp);
+  template <class Socket> void admit(Socket s, bool tcp);
+  template <class Acceptor, class Socket> void accept_loop(Acceptor& acc, bool tcp);
   void forget(session_base* s) {
     sessions.erase(s);
     open.store(sessions.size(), std::memory_order_relaxed);
@@ -94,7 +92,7 @@ template <class Socket>
 class session final : public session_base, public std::enable_shared_from_this<session<Socket>> {
 public:
   session(Socket s, http_server::impl& srv, bool tcp)
-    : socket_(std::move(s)), timer_(srv.io), srv_(srv), tcp_(tcp) {}
+      : socket_(std::move(s)), timer_(srv.io), srv_(srv), tcp_(tcp) {}
 
   void start() { read_request(); }
 
@@ -155,10 +153,9 @@ private:
     parser_->header_limit(static_cast<std::uint32_t>(srv_.limits.header_bytes));
     parser_->body_limit(static_cast<std::uint64_t>(srv_.limits.body_bytes));
     arm_timer();
-    http::async_read(socket_, buffer_, *parser_,
-                     [self = this->shared_from_this()](error_code ec, std::size_t) {
-                       self->on_read(ec);
-                     });
+    http::async_read(
+        socket_, buffer_, *parser_,
+        [self = this->shared_from_this()](error_code ec, std::size_t) { self->on_read(ec); });
   }
 
   void on_read(error_code ec) {
@@ -172,7 +169,7 @@ private:
       } else if (ec == http::error::header_limit) {
         fail(431, "headers_too_large",
              "the request line and headers exceed " + std::to_string(srv_.limits.header_bytes) +
-               " bytes");
+                 " bytes");
       } else if (ec == http::error::body_limit) {
         fail(413, "body_too_large",
              "the body exceeds " + std::to_string(srv_.limits.body_bytes) + " bytes");
@@ -205,10 +202,9 @@ private:
     if (buffer_.size() >= pipeline_cap)
       return;
     watching_ = true;
-    socket_.async_read_some(buffer_.prepare(4096),
-                            [self = this->shared_from_this()](error_code ec, std::size_t n) {
-                              self->on_watch(ec, n);
-                            });
+    socket_.async_read_some(
+        buffer_.prepare(4096),
+        [self = this->shared_from_this()](error_code ec, std::size_t n) { self->on_watch(ec, n); });
   }
 
   void on_watch(error_code ec, std::size_t n) {
@@ -255,10 +251,9 @@ private:
 
   void write_response() {
     arm_timer();
-    http::async_write(socket_, *response_,
-                      [self = this->shared_from_this()](error_code ec, std::size_t) {
-                        self->on_write(ec);
-                      });
+    http::async_write(
+        socket_, *response_,
+        [self = this->shared_from_this()](error_code ec, std::size_t) { self->on_write(ec); });
   }
 
   void on_write(error_code ec) {
@@ -292,7 +287,7 @@ private:
 const std::string& refusal() {
   static const std::string text = [] {
     const std::string body =
-      error_body("too_many_connections", "the server has too many open connections; retry later");
+        error_body("too_many_connections", "the server has too many open connections; retry later");
     return "HTTP/1.1 503 Service Unavailable\r\nServer: castellan\r\nContent-Type: "
            "application/json\r\nConnection: close\r\nContent-Length: " +
            std::to_string(body.size()) + "\r\n\r\n" + body;
@@ -372,8 +367,7 @@ outcome<int> bind_unix(const std::string& path, owned_socket& owned) {
 
 } // namespace
 
-template <class Socket>
-void http_server::impl::admit(Socket s, bool tcp) {
+template <class Socket> void http_server::impl::admit(Socket s, bool tcp) {
   if (sessions.size() >= limits.max_connections) {
     // Refused at once with a clear answer, written without blocking: the
     // limit is what keeps a flood of connections from exhausting the fds.

@@ -22,8 +22,8 @@ namespace castellan::api {
 
 /// The server's limits: what a client may cost it.
 struct http_limits {
-  std::size_t header_bytes = 16 * 1024;      ///< request line and headers; beyond: 431
-  std::size_t body_bytes = 4 * 1024 * 1024;  ///< the body; beyond: 413
+  std::size_t header_bytes = 16 * 1024;     ///< request line and headers; beyond: 431
+  std::size_t body_bytes = 4 * 1024 * 1024; ///< the body; beyond: 413
   /// The whole of one request (headers and body) must arrive within this,
   /// and so must the first byte of the next one on a kept-alive connection;
   /// a response must be taken by the client within it too. Beyond: closed.
@@ -34,13 +34,13 @@ struct http_limits {
 
 /// One request, as the callback gets it.
 struct http_request {
-  uint64_t id = 0;        ///< what respond() is called with
-  std::string method;     ///< "GET", "POST", …
-  std::string target;     ///< the path, query string included
+  uint64_t id = 0;    ///< what respond() is called with
+  std::string method; ///< "GET", "POST", …
+  std::string target; ///< the path, query string included
   std::string content_type;
-  std::string host;       ///< the Host header
+  std::string host; ///< the Host header
   std::string body;
-  bool tcp = false;       ///< arrived on a TCP listener (else a unix socket)
+  bool tcp = false; ///< arrived on a TCP listener (else a unix socket)
 };
 
 struct http_response {

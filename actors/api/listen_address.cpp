@@ -58,7 +58,7 @@ outcome<listen_address> parse_listen_address(std::string_view text) {
       return bad(text, "the unix socket path contains a NUL byte");
     if (path.size() > max_unix_path)
       return bad(text, "the unix socket path is " + std::to_string(path.size()) +
-                         " bytes long; at most " + std::to_string(max_unix_path) + " fit");
+                           " bytes long; at most " + std::to_string(max_unix_path) + " fit");
     if (path.back() == '/')
       return bad(text, "the unix socket path '" + std::string(path) + "' names a directory");
     out.type = listen_address::kind::unix_socket;
@@ -87,7 +87,7 @@ outcome<listen_address> parse_listen_address(std::string_view text) {
       port = rest.substr(colon + 1);
       if (host.find(':') != std::string_view::npos)
         return bad(text, "the host '" + std::string(host) +
-                           "' has a ':'; write an IPv6 host in brackets, tcp:[::1]:PORT");
+                             "' has a ':'; write an IPv6 host in brackets, tcp:[::1]:PORT");
       if (host.empty())
         return bad(text, "the host is empty (tcp:127.0.0.1:PORT)");
       if (!valid_host_name(host))

@@ -17,8 +17,8 @@ namespace castellan::api {
 struct listen_address {
   enum class kind : uint8_t { unix_socket, tcp };
   kind type = kind::unix_socket;
-  std::string path; ///< unix: the socket's absolute path
-  std::string host; ///< tcp: an IPv4 address, an IPv6 address (without brackets) or a name
+  std::string path;  ///< unix: the socket's absolute path
+  std::string host;  ///< tcp: an IPv4 address, an IPv6 address (without brackets) or a name
   uint16_t port = 0; ///< tcp: 0 lets the kernel choose (tests)
 
   /// The canonical text: `unix:/run/castellan.sock`, `tcp:127.0.0.1:8080`,

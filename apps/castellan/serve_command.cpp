@@ -146,8 +146,7 @@ int run_serve(const serve_options& o) {
     sig = signals.wait();
   }
   std::cerr << "castellan: " << (sig == SIGINT ? "SIGINT" : "SIGTERM") << ": draining ("
-            << (*api)->in_flight() << " execs in flight, grace " << o.drain_grace_ms
-            << " ms)\n";
+            << (*api)->in_flight() << " execs in flight, grace " << o.drain_grace_ms << " ms)\n";
   (*api)->begin_drain();
   if (!(*api)->wait_idle(std::chrono::milliseconds(o.drain_grace_ms))) {
     const auto n = (*api)->cancel_in_flight();
@@ -166,7 +165,7 @@ int run_serve(const serve_options& o) {
 void add_serve_command(CLI::App& app, cli_context& ctx) {
   auto opts = std::make_shared<serve_options>();
   auto* serve = app.add_subcommand(
-    "serve", "Run the supervisor as a daemon behind the HTTP/JSON API (docs/api.md)");
+      "serve", "Run the supervisor as a daemon behind the HTTP/JSON API (docs/api.md)");
   serve->add_option("--listen", opts->listen,
                     "unix:PATH or tcp:HOST:PORT (loopback only), repeatable (default: "
                     "unix:/run/castellan/castellan.sock as root, else "
@@ -175,12 +174,14 @@ void add_serve_command(CLI::App& app, cli_context& ctx) {
   serve->add_option("--drain-grace-ms", opts->drain_grace_ms,
                     "On SIGTERM/SIGINT, how long execs in flight may finish before they are "
                     "cancelled (default 10000)");
-  serve->add_option("--max-body-bytes", opts->max_body_bytes,
-                    "The largest request body accepted (default 4 MiB; beyond: 413)")
-    ->check(CLI::Range(uint64_t{1024}, uint64_t{1} << 30));
-  serve->add_option("--max-connections", opts->max_connections,
-                    "Connections open at once (default 256; beyond: 503 and closed)")
-    ->check(CLI::Range(uint64_t{1}, uint64_t{65536}));
+  serve
+      ->add_option("--max-body-bytes", opts->max_body_bytes,
+                   "The largest request body accepted (default 4 MiB; beyond: 413)")
+      ->check(CLI::Range(uint64_t{1024}, uint64_t{1} << 30));
+  serve
+      ->add_option("--max-connections", opts->max_connections,
+                   "Connections open at once (default 256; beyond: 503 and closed)")
+      ->check(CLI::Range(uint64_t{1}, uint64_t{65536}));
   serve->callback([opts, &ctx] { ctx.exit_code = run_serve(*opts); });
 }
 

@@ -48,8 +48,12 @@ struct serve_process {
     BOOST_REQUIRE(::mkdtemp(tmpl) != nullptr);
     dir = tmpl;
     socket_path = socket.empty() ? dir + "/castellan.sock" : socket;
-    std::vector<std::string> args = {castellan::test::castellan_cli(), "serve", "--listen",
-                                     "unix:" + socket_path, "--pool-size", "2"};
+    std::vector<std::string> args = {castellan::test::castellan_cli(),
+                                     "serve",
+                                     "--listen",
+                                     "unix:" + socket_path,
+                                     "--pool-size",
+                                     "2"};
     args.insert(args.end(), extra.begin(), extra.end());
     int fds[2];
     BOOST_REQUIRE(::pipe2(fds, O_CLOEXEC) == 0);
@@ -213,7 +217,7 @@ BOOST_AUTO_TEST_CASE(the_grace_period_ends_with_a_cancel) {
   auto in_flight = std::async(std::launch::async, [&] {
     http_client c(serve.socket_path);
     return c.post("/v1/exec", {{"code", castellan::test::python_set_task_name(tag) +
-                                          "import time; time.sleep(120)"}});
+                                            "import time; time.sleep(120)"}});
   });
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
   while (castellan::test::tasks_named(tag).empty()) {
@@ -232,10 +236,10 @@ BOOST_AUTO_TEST_CASE(a_second_server_on_a_live_socket_is_refused) {
   serve_process first;
   first.first_line();
   auto second = castellan::test::run_process(
-    {castellan::test::castellan_cli(), "serve", "--listen", "unix:" + first.socket_path}, {}, 60);
+      {castellan::test::castellan_cli(), "serve", "--listen", "unix:" + first.socket_path}, {}, 60);
   BOOST_TEST(second.exit_code == 2);
   BOOST_TEST(second.err.find("another server is listening on '" + first.socket_path + "'") !=
-               std::string::npos,
+                 std::string::npos,
              second.err);
   // The first one still serves.
   http_client c(first.socket_path);

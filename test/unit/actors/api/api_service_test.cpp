@@ -72,7 +72,8 @@ struct api_fixture : test::actor_system_fixture {
 
   /// Asks the API until `done` holds for the answer to GET `target` (30 s
   /// safety net): waiting for a state, never for a duration.
-  http_reply wait_until(const std::string& target, const std::function<bool(const http_reply&)>& done) {
+  http_reply wait_until(const std::string& target,
+                        const std::function<bool(const http_reply&)>& done) {
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
     http_client c(socket_path);
     for (;;) {
@@ -158,8 +159,7 @@ BOOST_AUTO_TEST_CASE(bad_requests_get_4xx_naming_the_problem_and_the_server_stay
   auto not_utf8 = c.request("POST", "/v1/exec", "{\"code\": \"print('\xff')\"}");
   BOOST_TEST(not_utf8.status == 400u);
   BOOST_TEST(not_utf8.error_code() == "bad_json");
-  BOOST_TEST(not_utf8.error_message().find("ill-formed UTF-8") != std::string::npos,
-             not_utf8.body);
+  BOOST_TEST(not_utf8.error_message().find("ill-formed UTF-8") != std::string::npos, not_utf8.body);
 
   auto not_object = c.request("POST", "/v1/exec", "[1]");
   BOOST_TEST(not_object.status == 400u);

@@ -1,9 +1,9 @@
 #include <boost/test/unit_test.hpp>
 
+#include <grp.h>
 #include <stdlib.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
-#include <grp.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -61,9 +61,10 @@ struct echo_server {
         return;
       }
       http_response r;
-      r.body = nlohmann::json{{"method", req.method}, {"target", req.target}, {"body", req.body},
-                              {"tcp", req.tcp}}
-                 .dump();
+      r.body =
+          nlohmann::json{
+              {"method", req.method}, {"target", req.target}, {"body", req.body}, {"tcp", req.tcp}}
+              .dump();
       server->respond(req.id, std::move(r));
     };
     cb.on_abandoned = [this](uint64_t id) { abandoned.set_value(id); };
@@ -73,8 +74,7 @@ struct echo_server {
   }
 };
 
-template <class T>
-T wait_for(std::promise<T>& p) {
+template <class T> T wait_for(std::promise<T>& p) {
   auto f = p.get_future();
   BOOST_REQUIRE_MESSAGE(f.wait_for(std::chrono::seconds(30)) == std::future_status::ready,
                         "no event in 30 s");
@@ -261,13 +261,13 @@ BOOST_AUTO_TEST_CASE(ambiguous_framing_is_refused_not_guessed) {
   // ends: the server refuses every framing that admits two readings.
   echo_server s;
   const char* cases[] = {
-    "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n"
-    "0\r\n\r\n",
-    "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nContent-Length: 6\r\n\r\nhello!",
-    "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 5, 6\r\n\r\nhello!",
-    "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: -1\r\n\r\n",
-    "POST / HTTP/1.1\r\nHost: x\r\nContent-Length : 5\r\n\r\nhello",
-    "GET / HTTP/1.1\r\nHost: x\r\n\nX: y\r\n\r\n",
+      "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n"
+      "0\r\n\r\n",
+      "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nContent-Length: 6\r\n\r\nhello!",
+      "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 5, 6\r\n\r\nhello!",
+      "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: -1\r\n\r\n",
+      "POST / HTTP/1.1\r\nHost: x\r\nContent-Length : 5\r\n\r\nhello",
+      "GET / HTTP/1.1\r\nHost: x\r\n\nX: y\r\n\r\n",
   };
   for (const char* raw : cases) {
     BOOST_TEST_CONTEXT(raw) {
