@@ -18,7 +18,9 @@
 #include <boost/asio/local/stream_protocol.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
+#include <boost/asio/write.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/core/string.hpp>
 #include <boost/beast/http.hpp>
 #include <spdlog/spdlog.h>
 
@@ -152,32 +154,68 @@ private:
     parser_.emplace();
     parser_->header_limit(static_cast<std::uint32_t>(srv_.limits.header_bytes));
     parser_->body_limit(static_cast<std::uint64_t>(srv_.limits.body_bytes));
+    // One timer for the whole request, headers and body.
     arm_timer();
+    http::async_read_header(
+        socket_, buffer_, *parser_,
+        [self = this->shared_from_this()](error_code ec, std::size_t) { self->on_header(ec); });
+  }
+
+  /// Answers a failed read; false when there was none.
+  bool read_failed(error_code ec) {
+    if (!ec)
+      return false;
+    timer_.cancel();
+    if (ec == http::error::end_of_stream || ec == net::error::eof ||
+        ec == net::error::connection_reset || ec == net::error::operation_aborted) {
+      close();
+    } else if (ec == http::error::header_limit) {
+      fail(431, "headers_too_large",
+           "the request line and headers exceed " + std::to_string(srv_.limits.header_bytes) +
+               " bytes");
+    } else if (ec == http::error::body_limit) {
+      fail(413, "body_too_large",
+           "the body exceeds " + std::to_string(srv_.limits.body_bytes) + " bytes");
+    } else {
+      fail(400, "bad_http", "malformed HTTP request: " + ec.message());
+    }
+    return true;
+  }
+
+  void on_header(error_code ec) {
+    if (closed_ || read_failed(ec))
+      return;
+    if (beast::iequals(parser_->get()[http::field::expect], "100-continue") &&
+        !parser_->is_done()) {
+      // The client waits for this before it sends the body (curl does for
+      // bodies over 1 MiB). A body beyond the limit was refused above from
+      // its Content-Length, before the client sent it.
+      static const std::string go_on = "HTTP/1.1 100 Continue\r\n\r\n";
+      net::async_write(socket_, net::buffer(go_on),
+                       [self = this->shared_from_this()](error_code wec, std::size_t) {
+                         if (self->closed_)
+                           return;
+                         if (wec) {
+                           self->close();
+                           return;
+                         }
+                         self->read_body();
+                       });
+      return;
+    }
+    read_body();
+  }
+
+  void read_body() {
     http::async_read(
         socket_, buffer_, *parser_,
         [self = this->shared_from_this()](error_code ec, std::size_t) { self->on_read(ec); });
   }
 
   void on_read(error_code ec) {
+    if (closed_ || read_failed(ec))
+      return;
     timer_.cancel();
-    if (closed_)
-      return;
-    if (ec) {
-      if (ec == http::error::end_of_stream || ec == net::error::eof ||
-          ec == net::error::connection_reset || ec == net::error::operation_aborted) {
-        close();
-      } else if (ec == http::error::header_limit) {
-        fail(431, "headers_too_large",
-             "the request line and headers exceed " + std::to_string(srv_.limits.header_bytes) +
-                 " bytes");
-      } else if (ec == http::error::body_limit) {
-        fail(413, "body_too_large",
-             "the body exceeds " + std::to_string(srv_.limits.body_bytes) + " bytes");
-      } else {
-        fail(400, "bad_http", "malformed HTTP request: " + ec.message());
-      }
-      return;
-    }
     auto& req = parser_->get();
     http_request out;
     out.id = srv_.next_id++;

@@ -212,6 +212,18 @@ BOOST_AUTO_TEST_CASE(keep_alive_and_pipelined_requests_are_answered_in_order) {
   BOOST_TEST(dr.json()["target"] == "/d");
 }
 
+BOOST_AUTO_TEST_CASE(expect_100_continue_is_answered_before_the_body) {
+  echo_server s;
+  http_client c(s.socket_path);
+  c.send_raw("POST /e HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nContent-Length: 5\r\n\r\n");
+  auto cont = c.read();
+  BOOST_TEST(cont.status == 100u);
+  c.send_raw("hello");
+  auto r = c.read();
+  BOOST_TEST(r.status == 200u);
+  BOOST_TEST(r.json()["body"] == "hello");
+}
+
 BOOST_AUTO_TEST_CASE(oversized_headers_get_431_and_the_connection_closes) {
   http_limits limits;
   limits.header_bytes = 1024;
