@@ -81,6 +81,9 @@ CAF_BEGIN_TYPE_ID_BLOCK(castellan, caf::first_custom_type_id)
   CAF_ADD_TYPE_ID(castellan, (castellan::audit_stats))
   CAF_ADD_ATOM(castellan, castellan, audit_flush_atom, "aflush")
   CAF_ADD_ATOM(castellan, castellan, audit_tick_atom, "atick")
+  CAF_ADD_ATOM(castellan, castellan, audit_join_atom, "ajoin")
+  CAF_ADD_ATOM(castellan, castellan, audit_credit_atom, "acredit")
+  CAF_ADD_ATOM(castellan, castellan, audit_release_atom, "arelease")
 
   // -- telemetry (actors/telemetry) ---------------------------------------------
   // [messages-telemetry]

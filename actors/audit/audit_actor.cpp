@@ -26,6 +26,12 @@ struct subscriber_info {
   std::string label; ///< the drop_report's `sink`
 };
 
+/// A producer that joined the flow control (audit_credits.hpp).
+struct producer_info {
+  audit_producer hdl;
+  uint64_t owed = 0; ///< its events handled whose credits it has not had back
+};
+
 struct audit_state {
   static inline const char* name = "castellan.audit";
 
@@ -35,6 +41,7 @@ struct audit_state {
   std::shared_ptr<file_sink> out;
   std::shared_ptr<file_sink> err;
   std::map<caf::actor_addr, subscriber_info> subs;
+  std::map<caf::actor_addr, producer_info> producers;
   uint64_t next_seq = 1;
   audit_stats counters;               ///< received, recorded, filtered, subscriber_dropped
   file_sink_stats retired;            ///< totals of file sinks replaced by reconfiguration
@@ -43,6 +50,7 @@ struct audit_state {
   std::map<std::string, uint64_t> unsent_records; ///< per kind, for telemetry
   std::map<std::string, uint64_t> unsent_drops;   ///< per sink, for telemetry
   bool tick_pending = false;
+  bool release_pending = false; ///< a retry of withheld credits is scheduled
 };
 
 using audit_pointer = audit_internal_actor::stateful_pointer<audit_state>;
@@ -69,6 +77,65 @@ void schedule_tick(audit_pointer self) {
                      std::chrono::milliseconds(std::max<uint32_t>(st.cfg.report_interval_ms, 1)),
                      audit_tick_atom::value);
 }
+
+// -- producers' credits ----------------------------------------------------------
+
+/// Credits go back in batches, not one message per event: a sixteenth of the
+/// window, so a producer never waits on a batch that has not filled.
+uint64_t credit_batch(const audit_config& cfg) {
+  return std::max<uint64_t>(cfg.producer_window / 16, 1);
+}
+
+bool congested(const audit_state& st) {
+  return st.file && st.file->congested();
+}
+
+// While the writer queue is congested, credits stay here; a short timer
+// retries, since a producer whose window is spent sends nothing that would.
+void schedule_release(audit_pointer self) {
+  auto& st = self->state;
+  if (st.release_pending)
+    return;
+  st.release_pending = true;
+  self->delayed_send(caf::actor_cast<audit_internal_actor>(self), std::chrono::milliseconds(5),
+                     audit_release_atom::value);
+}
+
+/// Returns what `p` is owed, unless the writer queue is congested.
+void release(audit_pointer self, producer_info& p) {
+  if (p.owed == 0)
+    return;
+  if (congested(self->state)) {
+    schedule_release(self);
+    return;
+  }
+  self->send(p.hdl, audit_credit_atom::value, p.owed);
+  p.owed = 0;
+}
+
+void release_all(audit_pointer self) {
+  for (auto& [addr, p] : self->state.producers)
+    release(self, p);
+}
+
+/// The event in hand came from a producer that joined: owe it its credit.
+/// Events from anyone else (the supervisor's rare records, tests) are not
+/// counted: they are not held back either.
+void owe_sender(audit_pointer self) {
+  auto& st = self->state;
+  if (st.producers.empty())
+    return;
+  const auto& sender = self->current_sender();
+  if (!sender)
+    return;
+  auto i = st.producers.find(caf::actor_cast<caf::actor_addr>(sender));
+  if (i == st.producers.end())
+    return;
+  if (++i->second.owed >= credit_batch(st.cfg))
+    release(self, i->second);
+}
+
+// -- subscribers ---------------------------------------------------------------
 
 void credit(audit_pointer self, const caf::actor_addr& addr) {
   auto i = self->state.subs.find(addr);
@@ -119,10 +186,11 @@ void record(audit_pointer self, const audit_record& rec) {
 }
 
 template <class Event> void on_event(audit_pointer self, const Event& ev) {
+  // Owed whatever becomes of the event: its credit is returned once it is
+  // handled, and withheld only while the writer queue is congested.
+  owe_sender(self);
   auto& st = self->state;
   ++st.counters.received;
-  if (st.links.pressure)
-    st.links.pressure->consumed();
   const auto kind = kind_of(ev);
   if (!should_record(st.cfg.enabled, st.cfg.events, kind, event_syscall(ev))) {
     ++st.counters.filtered;
@@ -194,6 +262,9 @@ audit_stats make_stats(audit_pointer self) {
   s.queue_high_water = f.queue_high_water;
   s.subscribers = st.subs.size();
   s.last_error = f.last_error;
+  s.producers = st.producers.size();
+  for (const auto& [addr, p] : st.producers)
+    s.credits_withheld += p.owed;
   return s;
 }
 
@@ -204,11 +275,10 @@ bool same_file_config(const file_sink_config& a, const file_sink_config& b) {
          a.block_timeout_ms == b.block_timeout_ms;
 }
 
-outcome<std::shared_ptr<file_sink>> open_file(const audit_config& cfg,
-                                              const std::shared_ptr<audit_pressure>& pressure) {
+outcome<std::shared_ptr<file_sink>> open_file(const audit_config& cfg) {
   if (cfg.file.path.empty())
     return std::shared_ptr<file_sink>{};
-  auto sink = file_sink::open(cfg.file, pressure);
+  auto sink = file_sink::open(cfg.file);
   if (!sink)
     return sink.error();
   return std::shared_ptr<file_sink>(std::move(*sink));
@@ -241,6 +311,7 @@ audit_internal_actor::behavior_type audit_impl(audit_pointer self, audit_config 
   st.err = attach_std(st.cfg.to_stderr, STDERR_FILENO, st.cfg);
   self->set_down_handler([=](caf::down_msg& dm) {
     auto& s = self->state;
+    s.producers.erase(dm.source);
     auto i = s.subs.find(dm.source);
     if (i == s.subs.end())
       return;
@@ -259,7 +330,7 @@ audit_internal_actor::behavior_type audit_impl(audit_pointer self, audit_config 
       [=](audit_config& next) -> caf::result<audit_stats> {
         auto& s = self->state;
         if (!same_file_config(next.file, s.cfg.file)) {
-          auto sink = open_file(next, s.links.pressure);
+          auto sink = open_file(next);
           if (!sink)
             return make_error(castellan_errc::io_failed, sink.error());
           report(self); // a pending file drop report goes to the old file
@@ -299,7 +370,8 @@ audit_internal_actor::behavior_type audit_impl(audit_pointer self, audit_config 
         auto i = s.subs.find(hdl.address());
         if (i == s.subs.end())
           return;
-        self->demonitor(hdl);
+        if (s.producers.count(hdl.address()) == 0) // the monitor serves both
+          self->demonitor(hdl);
         auto sub = std::move(i->second);
         s.subs.erase(i);
         if (sub.unreported > 0)
@@ -309,11 +381,28 @@ audit_internal_actor::behavior_type audit_impl(audit_pointer self, audit_config 
       [=](audit_flush_atom) -> audit_stats {
         report(self);
         flush_all(self);
+        release_all(self);
         return make_stats(self);
+      },
+      [=](audit_join_atom, audit_producer& hdl) -> uint64_t {
+        auto& s = self->state;
+        if (hdl) {
+          auto& p = s.producers[hdl.address()];
+          if (!p.hdl) {
+            self->monitor(hdl);
+            p.hdl = std::move(hdl);
+          }
+        }
+        return std::max<uint32_t>(s.cfg.producer_window, 1);
       },
       [=](audit_tick_atom) {
         self->state.tick_pending = false;
         report(self);
+        release_all(self);
+      },
+      [=](audit_release_atom) {
+        self->state.release_pending = false;
+        release_all(self);
       },
   };
 }
@@ -322,7 +411,7 @@ audit_internal_actor::behavior_type audit_impl(audit_pointer self, audit_config 
 
 caf::expected<audit_actor> spawn_audit(caf::actor_system& sys, audit_config cfg,
                                        audit_links links) {
-  auto file = open_file(cfg, links.pressure);
+  auto file = open_file(cfg);
   if (!file)
     return make_error(castellan_errc::io_failed, file.error());
   // Clients get the public interface only.

@@ -14,11 +14,15 @@
 #include <caf/expected.hpp>
 #include <caf/typed_actor.hpp>
 
-#include "actors/audit/audit_pressure.hpp"
+#include "actors/audit/audit_credits.hpp"
 #include "actors/messages.hpp"
 #include "actors/telemetry/telemetry_actor.hpp"
 
 namespace castellan {
+
+/// A producer that joins the audit's flow control (audit_credits.hpp): it
+/// receives the credits of its events back as the audit actor handles them.
+using audit_producer = caf::typed_actor<caf::reacts_to<audit_credit_atom, uint64_t>>;
 
 /// Subscribers are plain actors that handle `audit_entry`: each entry is sent
 /// as a request and the reply (a `void` handler's empty one will do) returns
@@ -36,29 +40,30 @@ using audit_actor =
                      caf::replies_to<status_atom>::with<audit_stats>,
                      // reports pending drops, then waits until every record so far is written
                      // (and synced, per the fsync policy)
-                     caf::replies_to<audit_flush_atom>::with<audit_stats>>;
+                     caf::replies_to<audit_flush_atom>::with<audit_stats>,
+                     // joins the flow control; the answer is the producer's window
+                     // (audit_config::producer_window). Events the producer sent before
+                     // joining are not credited; send nothing before the join.
+                     caf::replies_to<audit_join_atom, audit_producer>::with<uint64_t>>;
 
-/// The audit actor's whole interface: the public one plus its own periodic
-/// report timer, which only it sends.
-using audit_internal_actor = audit_actor::extend<caf::reacts_to<audit_tick_atom>>;
+/// The audit actor's whole interface: the public one plus its own timers,
+/// which only it sends: the periodic report, and the retry of credits held
+/// back while the writer queue was congested.
+using audit_internal_actor =
+    audit_actor::extend<caf::reacts_to<audit_tick_atom>, caf::reacts_to<audit_release_atom>>;
 
 /// What the audit actor reports to, besides its sinks.
 struct audit_links {
   /// Receives castellan_audit_records_total and castellan_audit_dropped_total.
   telemetry_actor telemetry;
-  /// The actor's backlog and the file sink's queue depth, for producers that
-  /// can hold work back (the pool's admission) before either grows.
-  std::shared_ptr<audit_pressure> pressure;
 };
 
-/// Sends `ev` to the audit actor fire-and-forget, counting it in `pressure`
-/// (may be null) so that `pressure->saturated()` sees the actor's backlog.
-/// `sender` is anything with `->send` (an actor's `self`, a scoped_actor).
+/// Sends `ev` to the audit actor fire-and-forget and spends one of the
+/// sender's credits. `sender` is anything with `->send` (an actor's `self`,
+/// a scoped_actor) that joined the audit actor as a producer.
 template <class Sender, class Event>
-void post_audit(Sender& sender, const audit_actor& audit,
-                const std::shared_ptr<audit_pressure>& pressure, Event&& ev) {
-  if (pressure)
-    pressure->posted();
+void post_audit(Sender& sender, const audit_actor& audit, audit_credits& credits, Event&& ev) {
+  credits.spent();
   sender->send(audit, std::forward<Event>(ev));
 }
 

@@ -182,11 +182,14 @@ struct audit_config {
   uint32_t subscriber_window = 256;      ///< unanswered entries per subscriber before drops
   uint32_t subscriber_timeout_ms = 5000; ///< an entry unanswered this long counts as answered
   uint32_t report_interval_ms = 1000;    ///< how often drops and counts are reported
+  /// Events each producer that joins may have unacknowledged (audit_credits.hpp).
+  uint32_t producer_window = 2048;
 };
 
 template <class Inspector> typename Inspector::result_type inspect(Inspector& f, audit_config& x) {
   return f(caf::meta::type_name("audit_config"), x.enabled, x.events, x.file, x.to_stdout,
-           x.to_stderr, x.subscriber_window, x.subscriber_timeout_ms, x.report_interval_ms);
+           x.to_stderr, x.subscriber_window, x.subscriber_timeout_ms, x.report_interval_ms,
+           x.producer_window);
 }
 
 // -- subscribers ------------------------------------------------------------------
@@ -237,12 +240,15 @@ struct audit_stats {
   uint64_t subscriber_dropped = 0;
   uint64_t subscribers = 0;
   std::string last_error; ///< the file sink's last failure, if any
+  uint64_t producers = 0;        ///< producers joined (audit_credits.hpp)
+  uint64_t credits_withheld = 0; ///< events handled whose credits are not yet returned
 };
 
 template <class Inspector> typename Inspector::result_type inspect(Inspector& f, audit_stats& x) {
   return f(caf::meta::type_name("audit_stats"), x.received, x.recorded, x.filtered, x.file_written,
            x.file_dropped, x.file_rotations, x.file_fsyncs, x.file_write_errors, x.queue_high_water,
-           x.queue_capacity, x.subscriber_dropped, x.subscribers, x.last_error);
+           x.queue_capacity, x.subscriber_dropped, x.subscribers, x.last_error, x.producers,
+           x.credits_withheld);
 }
 
 } // namespace castellan

@@ -35,8 +35,7 @@ std::string parent_dir(const std::string& path) {
 
 } // namespace
 
-outcome<std::unique_ptr<file_sink>> file_sink::open(const file_sink_config& cfg,
-                                                    std::shared_ptr<audit_pressure> pressure) {
+outcome<std::unique_ptr<file_sink>> file_sink::open(const file_sink_config& cfg) {
   if (cfg.path.empty())
     return logic_failure("audit file sink: empty path");
   const int fd = open_log(cfg.path);
@@ -49,21 +48,18 @@ outcome<std::unique_ptr<file_sink>> file_sink::open(const file_sink_config& cfg,
     return err;
   }
   return std::unique_ptr<file_sink>(
-      new file_sink(cfg, fd, true, static_cast<uint64_t>(st.st_size), std::move(pressure)));
+      new file_sink(cfg, fd, true, static_cast<uint64_t>(st.st_size)));
 }
 
 std::unique_ptr<file_sink> file_sink::attach(int fd, const file_sink_config& cfg) {
   auto c = cfg;
   c.max_bytes = 0;
   c.fsync = fsync_policy::never;
-  return std::unique_ptr<file_sink>(new file_sink(c, fd, false, 0, {}));
+  return std::unique_ptr<file_sink>(new file_sink(c, fd, false, 0));
 }
 
-file_sink::file_sink(const file_sink_config& cfg, int fd, bool owns_fd, uint64_t size,
-                     std::shared_ptr<audit_pressure> pressure)
-    : cfg_(cfg), fd_(fd), owns_fd_(owns_fd), file_size_(size), pressure_(std::move(pressure)) {
-  if (pressure_)
-    pressure_->set_capacity(std::max<uint32_t>(cfg_.queue_records, 1));
+file_sink::file_sink(const file_sink_config& cfg, int fd, bool owns_fd, uint64_t size)
+    : cfg_(cfg), fd_(fd), owns_fd_(owns_fd), file_size_(size) {
   writer_ = std::thread([this] { run(); });
 }
 
@@ -104,8 +100,6 @@ file_sink::push_status file_sink::push(std::string line) {
   ++stats_.pushed;
   stats_.queue_high_water = std::max<uint64_t>(stats_.queue_high_water, queue_.size());
   stats_.queue_bytes_high_water = std::max(stats_.queue_bytes_high_water, queued_bytes_);
-  if (pressure_)
-    pressure_->set_queued(queue_.size());
   lk.unlock();
   work_cv_.notify_one();
   return push_status::queued;
@@ -129,6 +123,11 @@ uint64_t file_sink::queued() const {
   return queue_.size();
 }
 
+bool file_sink::congested() const {
+  const uint64_t cap = std::max<uint32_t>(cfg_.queue_records, 1);
+  return queued() * 4 >= cap * 3;
+}
+
 void file_sink::run() {
   const bool may_sync = owns_fd_ && cfg_.fsync != fsync_policy::never;
   const auto interval = std::chrono::milliseconds(std::max<uint32_t>(cfg_.fsync_interval_ms, 1));
@@ -143,8 +142,6 @@ void file_sink::run() {
     std::deque<std::string> batch;
     batch.swap(queue_);
     queued_bytes_ = 0;
-    if (pressure_)
-      pressure_->set_queued(0);
     const bool stopping = stop_;
     const bool sync_requested = sync_wanted_ > synced_seq_;
     lk.unlock();

@@ -22,7 +22,6 @@
 #include <thread>
 
 #include "actors/audit/audit_messages.hpp"
-#include "actors/audit/audit_pressure.hpp"
 #include "ipc/result.hpp"
 
 namespace castellan {
@@ -47,8 +46,7 @@ public:
   enum class push_status { queued, timed_out, closed };
 
   /// Opens (creating or appending to) `cfg.path` and starts the writer.
-  static outcome<std::unique_ptr<file_sink>> open(const file_sink_config& cfg,
-                                                  std::shared_ptr<audit_pressure> pressure = {});
+  static outcome<std::unique_ptr<file_sink>> open(const file_sink_config& cfg);
 
   /// Writes to `fd` (stdout, stderr), which it does not own: no rotation, no
   /// fsync, same queue and backpressure.
@@ -74,11 +72,15 @@ public:
   /// Lines waiting in the queue now.
   uint64_t queued() const;
 
+  /// True when the queue is at least three quarters full: the audit actor
+  /// then withholds its producers' credits (audit_credits.hpp) so that they
+  /// hold new work back before pushes start to block.
+  bool congested() const;
+
   const file_sink_config& config() const noexcept { return cfg_; }
 
 private:
-  file_sink(const file_sink_config& cfg, int fd, bool owns_fd, uint64_t size,
-            std::shared_ptr<audit_pressure> pressure);
+  file_sink(const file_sink_config& cfg, int fd, bool owns_fd, uint64_t size);
 
   void run();
   void write_batch(std::deque<std::string>& batch);
@@ -92,7 +94,6 @@ private:
   const bool owns_fd_;
   uint64_t file_size_; ///< writer thread only
   bool dirty_ = false; ///< writer thread only: written but not synced
-  std::shared_ptr<audit_pressure> pressure_;
 
   mutable std::mutex mtx_;
   std::condition_variable work_cv_;  ///< the writer waits for lines or a flush

@@ -161,6 +161,9 @@ struct pool_state {
   std::string last_spawn_error;
   /// Who receives worker state events (subscribe_atom); none: none is made.
   std::vector<worker_state_listener> listeners;
+  /// The events this pool may have unhandled at the audit actor; spent, new
+  /// requests are answered `busy` (audit_credits.hpp).
+  audit_credits credits;
   // Declared last, destroyed first: the thread is joined before the worker
   // fds it polls are closed.
   std::unique_ptr<worker_event_source> events;
@@ -210,9 +213,9 @@ void observe(pool_ptr self, const exec_result& r, const std::string& policy) {
   if (!cfg.audit)
     return;
   for (const auto& e : r.events)
-    post_audit(self, cfg.audit, cfg.audit_backlog,
+    post_audit(self, cfg.audit, self->state.credits,
                security_event{r.exec_id, cfg.name, r.worker_id, policy, e});
-  post_audit(self, cfg.audit, cfg.audit_backlog,
+  post_audit(self, cfg.audit, self->state.credits,
              exec_finished{r.exec_id, cfg.name, r.worker_id, policy, r.error, r.exit_code, r.timing,
                            r.usage, r.detail, now_ns()});
 }
@@ -402,7 +405,7 @@ void start_exec(pool_ptr self, uint64_t id, worker_slot& slot, pending_exec p) {
   }
   if (const auto& cfg = self->state.cfg; cfg.audit) {
     const bool code_mode = p.req.argv.empty();
-    post_audit(self, cfg.audit, cfg.audit_backlog,
+    post_audit(self, cfg.audit, self->state.credits,
                exec_started{p.req.exec_id, cfg.name, id, policy_of(self, p.req),
                             code_mode ? sha256_hex(p.req.code) : std::string{},
                             code_mode ? p.req.code.size() : 0, p.req.argv, now_ns()});
@@ -496,7 +499,7 @@ void reject_reload(pool_ptr self, const policy_updated& u, const std::string& wh
   spdlog::error("pool {}: policy {} revision {} not applied: {}", st.cfg.name, u.policy_name,
                 u.revision, why);
   if (st.cfg.audit)
-    post_audit(self, st.cfg.audit, st.cfg.audit_backlog,
+    post_audit(self, st.cfg.audit, st.credits,
                policy_rejection{u.policy_name, u.path,
                                 {"pool " + st.cfg.name + ": revision " +
                                  std::to_string(u.revision) + " not applied: " + why},
@@ -801,7 +804,7 @@ void on_exited(pool_ptr self, uint64_t id) {
   if (st.cfg.proxy && slot.ch->exec_marker())
     self->send(st.cfg.proxy, egress_detach_atom::value, st.cfg.name, id);
   if (!slot.killed && slot.state == worker_state::ready && st.cfg.audit)
-    post_audit(self, st.cfg.audit, st.cfg.audit_backlog,
+    post_audit(self, st.cfg.audit, st.credits,
                worker_lost_event{st.cfg.name, id, slot.ch->pid(), 0, how, now_ns()});
   if (st.cfg.telemetry)
     self->send(st.cfg.telemetry, worker_retired{st.cfg.name, id});
@@ -869,7 +872,7 @@ void on_policy_event(pool_ptr self, uint64_t id, policy_event ev) {
   }
   if (st.cfg.audit)
     post_audit(
-        self, st.cfg.audit, st.cfg.audit_backlog,
+        self, st.cfg.audit, st.credits,
         security_event{running ? it->second.current->result.exec_id : 0, st.cfg.name, id,
                        running ? policy_of(self, it->second.current->req) : st.cfg.policy_name,
                        std::move(ev)});
@@ -928,6 +931,15 @@ pool_internal_actor::behavior_type pool_impl(pool_ptr self, pool_config base,
   st.cfg = applied;
   if (st.base.listener)
     st.listeners.push_back(st.base.listener);
+  // Join the audit's flow control before anything is audited: events sent
+  // before the join would never be credited back.
+  if (st.cfg.audit)
+    self->request(st.cfg.audit, caf::infinite, audit_join_atom::value, audit_producer{self})
+      .then([=](uint64_t window) { self->state.credits.set_window(window); },
+            [=](caf::error& err) {
+              spdlog::error("pool {}: joining the audit: {}", self->state.cfg.name,
+                            self->system().render(err));
+            });
   auto gen = make_generation(std::move(applied), 1);
   auto events = gen ? worker_event_source::start(caf::actor_cast<caf::strong_actor_ptr>(self))
                     : outcome<std::unique_ptr<worker_event_source>>(gen.error());
@@ -992,7 +1004,7 @@ pool_internal_actor::behavior_type pool_impl(pool_ptr self, pool_config base,
         refuse(self, p, error_class::worker_lost, "pool " + s.cfg.name + " is shutting down");
         return p.rp;
       }
-      if (s.cfg.audit_backlog && s.cfg.audit_backlog->saturated()) {
+      if (s.credits.exhausted()) {
         refuse(self, p, error_class::busy,
                "the audit log is falling behind; pool " + s.cfg.name +
                  " admits new requests once it catches up");
@@ -1076,6 +1088,7 @@ pool_internal_actor::behavior_type pool_impl(pool_ptr self, pool_config base,
                  ring_fill{s.cfg.name, "from_worker", from_worker, s.cfg.ring_capacity});
       self->delayed_send(self, gauge_interval, gauge_tick_atom::value);
     },
+    [=](audit_credit_atom, uint64_t n) { self->state.credits.returned(n); },
     [=](refill_atom) {
       self->state.refill_scheduled = false;
       refill(self);

@@ -66,11 +66,11 @@ struct pool_config : pool_spec {
 
   worker_state_listener listener;    ///< subscribed from the start (may be null)
   /// Receives exec_started/exec_finished/security/worker_lost records (may be
-  /// null: nothing is audited). While `audit_backlog` says the audit backlog
-  /// is saturated, new requests are answered `busy` rather than letting the
-  /// audit mailbox grow without bound.
+  /// null: nothing is audited). The pool joins its flow control: while the
+  /// audit holds back the pool's credits (audit_credits.hpp), new requests
+  /// are answered `busy` rather than letting the audit mailbox grow without
+  /// bound.
   audit_actor audit;
-  std::shared_ptr<castellan::audit_pressure> audit_backlog;
   telemetry_actor telemetry; ///< receives observations and gauges (may be null)
 
   // -- egress (actors/proxy) ---------------------------------------------------

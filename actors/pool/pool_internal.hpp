@@ -30,6 +30,9 @@ using pool_internal_actor = pool_actor::extend<
   caf::reacts_to<gauge_tick_atom>,
   // From the policy actor, which the pool subscribes to when it follows its
   // policy (pool_config::policies): a newer revision, or a refused file.
-  caf::reacts_to<policy_updated>, caf::reacts_to<policy_rejected>>;
+  caf::reacts_to<policy_updated>, caf::reacts_to<policy_rejected>,
+  // From the audit actor, which the pool joins as a producer: `n` of its
+  // events handled (audit_credits.hpp).
+  caf::reacts_to<audit_credit_atom, uint64_t>>;
 
 } // namespace castellan

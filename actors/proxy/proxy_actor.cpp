@@ -18,10 +18,13 @@ struct proxy_state {
 };
 
 /// Audit and telemetry for one record, from the I/O thread (anon_send is
-/// thread-safe; the handles are copies owned by the sink).
+/// thread-safe; the handles are copies owned by the sink). The proxy is not
+/// an audit producer with credits (audit_credits.hpp): each record belongs
+/// to a connection of an exec a pool admitted, and the open connections are
+/// bounded by the egress limits; when the audit falls behind, the pools'
+/// credits are what stops new execs.
 proxy::record_sink make_sink(const proxy_config& cfg) {
-  return [audit = cfg.audit, pressure = cfg.audit_backlog,
-          telemetry = cfg.telemetry](connection_record&& r) {
+  return [audit = cfg.audit, telemetry = cfg.telemetry](connection_record&& r) {
     if (telemetry) {
       caf::anon_send(telemetry, counter_increment{metric_names::egress_connections,
                                                   {{"pool", r.pool}, {"decision", r.decision}},
@@ -35,11 +38,8 @@ proxy::record_sink make_sink(const proxy_config& cfg) {
                        counter_increment{metric_names::egress_bytes,
                                          {{"pool", r.pool}, {"direction", "in"}}, r.bytes_in});
     }
-    if (audit) {
-      if (pressure)
-        pressure->posted();
+    if (audit)
       caf::anon_send(audit, std::move(r));
-    }
   };
 }
 

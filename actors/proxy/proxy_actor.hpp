@@ -35,7 +35,6 @@ using proxy_actor = caf::typed_actor<
 struct proxy_config {
   proxy::egress_limits limits;
   audit_actor audit;                        ///< may be null
-  std::shared_ptr<audit_pressure> audit_backlog;
   telemetry_actor telemetry;                ///< may be null
 };
 

@@ -50,7 +50,6 @@ struct supervisor_state {
   audit_actor audit; ///< null when nothing is audited
   proxy_actor proxy; ///< null when no pool allows network
   policy_actor policies; ///< null without a policy directory
-  std::shared_ptr<audit_pressure> pressure;
   proxy::egress_limits egress;
   uint64_t next_exec_id = 1;
   uint64_t next_instance = 1;
@@ -75,13 +74,12 @@ bool start_pool(supervisor_ptr self, pool_entry& entry) {
   auto& st = self->state;
   entry.cfg.telemetry = st.telemetry;
   entry.cfg.audit = st.audit;
-  entry.cfg.audit_backlog = st.pressure;
   // A pool that follows a policy may be given network by a reload.
   if (entry.cfg.egress_policy || entry.cfg.policies) {
     // A request policy's pool may be the first to need the proxy.
     if (!st.proxy)
       st.proxy = spawn_proxy(self->system(),
-                             proxy_config{st.egress, st.audit, st.pressure, st.telemetry});
+                             proxy_config{st.egress, st.audit, st.telemetry});
     entry.cfg.proxy = st.proxy;
   }
   entry.instance = st.next_instance++;
@@ -210,7 +208,6 @@ void forget_exec(supervisor_ptr self, uint64_t exec_id) {
 struct observers {
   telemetry_actor telemetry;
   audit_actor audit;
-  std::shared_ptr<audit_pressure> pressure;
   proxy_actor proxy;
   policy_actor policies;
 };
@@ -357,7 +354,6 @@ supervisor_internal_actor::behavior_type supervisor_impl(supervisor_ptr self, su
   st.telemetry = obs.telemetry;
   st.audit = obs.audit;
   st.proxy = obs.proxy;
-  st.pressure = obs.pressure;
   st.policies = obs.policies;
   st.egress = cfg.egress;
   st.policy_cfg = cfg.policy_pools;
@@ -575,7 +571,7 @@ supervisor_internal_actor::behavior_type supervisor_impl(supervisor_ptr self, su
       spdlog::error("supervisor: policy {} refused ({}): {}", r.policy_name, r.path,
                     r.errors.empty() ? std::string("no reason given") : r.errors.front());
       if (self->state.audit)
-        post_audit(self, self->state.audit, self->state.pressure, make_policy_rejection(r));
+        self->send(self->state.audit, make_policy_rejection(r)); // rare: not credited
     },
     [=](pool_idle_atom, const std::string& name, uint64_t generation) {
       auto& s = self->state;
@@ -664,8 +660,7 @@ outcome<supervisor_actor> spawn_supervisor(caf::actor_system& sys, supervisor_co
   }
   obs.telemetry = spawn_telemetry(sys);
   if (cfg.audit) {
-    obs.pressure = std::make_shared<audit_pressure>();
-    auto audit = spawn_audit(sys, *cfg.audit, audit_links{obs.telemetry, obs.pressure});
+    auto audit = spawn_audit(sys, *cfg.audit, audit_links{obs.telemetry});
     if (!audit) {
       caf::anon_send_exit(obs.telemetry, caf::exit_reason::user_shutdown);
       stop_policies();
@@ -675,7 +670,7 @@ outcome<supervisor_actor> spawn_supervisor(caf::actor_system& sys, supervisor_co
   }
   if (std::any_of(cfg.pools.begin(), cfg.pools.end(),
                   [](const pool_config& pc) { return pc.egress_policy != nullptr; }))
-    obs.proxy = spawn_proxy(sys, proxy_config{cfg.egress, obs.audit, obs.pressure, obs.telemetry});
+    obs.proxy = spawn_proxy(sys, proxy_config{cfg.egress, obs.audit, obs.telemetry});
   // Clients get the public interface only.
   return supervisor_actor{sys.spawn(supervisor_impl, std::move(cfg), std::move(obs))};
 }

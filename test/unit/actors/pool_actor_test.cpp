@@ -1,9 +1,17 @@
 #include <boost/test/unit_test.hpp>
 
 #include <chrono>
+#include <csignal>
 #include <map>
+#include <thread>
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "actors/audit/audit_actor.hpp"
 #include "support/actor_system_fixture.hpp"
+#include "support/temp_dir.hpp"
 
 using namespace castellan;
 using namespace std::chrono_literals;
@@ -104,6 +112,70 @@ BOOST_AUTO_TEST_CASE(a_full_queue_answers_busy) {
   BOOST_TEST((results[3].error == error_class::busy));
   BOOST_TEST(results[3].detail.find("limit 1") != std::string::npos);
   BOOST_TEST(results[2].timing.queue_us > 100'000u); // it waited for 1
+}
+
+BOOST_AUTO_TEST_CASE(a_stalled_audit_log_makes_the_pool_answer_busy_until_it_drains) {
+  // The audit log is a FIFO nobody reads: its writer stalls, its queue
+  // fills, and the audit actor keeps the pool's credits, so the pool stops
+  // admitting work instead of letting the audit mailbox grow.
+  test::temp_dir dir;
+  const auto fifo = dir.file("audit.fifo");
+  BOOST_REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+  int reader = ::open(fifo.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  BOOST_REQUIRE(reader >= 0);
+  ::signal(SIGPIPE, SIG_IGN);
+  struct reader_guard {
+    int& fd;
+    ~reader_guard() {
+      if (fd >= 0)
+        ::close(fd);
+    }
+  } guard{reader};
+  ::fcntl(reader, F_SETPIPE_SZ, 4096);
+  audit_config ac;
+  ac.enabled = true;
+  ac.events = {"*"};
+  ac.file.path = fifo;
+  ac.file.fsync = fsync_policy::never;
+  ac.file.queue_records = 16;
+  ac.file.block_timeout_ms = 60000;
+  ac.producer_window = 4;
+  auto audit = spawn_audit(sys, ac);
+  BOOST_REQUIRE(audit);
+  auto pc = test_pool(1);
+  pc.audit = *audit;
+  auto pool = make(pc);
+  // Each exec is two records (started, finished); the pipe takes a few.
+  exec_result r;
+  int admitted = 0;
+  for (; admitted < 200; ++admitted) {
+    r = exec_code(pool, "pass");
+    if (r.error != error_class::ok)
+      break;
+  }
+  BOOST_TEST_MESSAGE("stalled audit: " << admitted << " execs admitted before busy");
+  BOOST_REQUIRE((r.error == error_class::busy));
+  BOOST_TEST(r.detail.find("audit log is falling behind") != std::string::npos, r.detail);
+  BOOST_TEST(admitted >= 1);
+  // The reader comes back; once the audit has written everything (the flush
+  // returns the credits before it answers), the pool admits work again.
+  std::thread drain([fd = reader] {
+    ::fcntl(fd, F_SETFL, 0);
+    char buf[65536];
+    while (::read(fd, buf, sizeof(buf)) > 0) {
+    }
+  });
+  self->request(*audit, 60s, audit_flush_atom::value)
+    .receive([](audit_stats& st) { BOOST_TEST(st.file_dropped == 0u); },
+             [&](caf::error& err) { BOOST_FAIL(sys.render(err)); });
+  auto next = exec_code(pool, "print('admitted')");
+  BOOST_TEST((next.error == error_class::ok), next.detail);
+  BOOST_TEST(next.stdout_data == "admitted\n");
+  caf::anon_send(pool, shutdown_atom::value);
+  self->wait_for(pool);
+  caf::anon_send_exit(*audit, caf::exit_reason::user_shutdown);
+  self->wait_for(*audit);
+  drain.join();
 }
 
 BOOST_AUTO_TEST_CASE(deadline_kills_the_worker_and_the_pool_recovers) {

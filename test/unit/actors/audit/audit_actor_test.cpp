@@ -1,6 +1,10 @@
 #include <boost/test/unit_test.hpp>
 
 #include <fstream>
+#include <thread>
+#include <csignal>
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <caf/all.hpp>
@@ -298,7 +302,7 @@ BOOST_FIXTURE_TEST_CASE(counts_reach_telemetry, audit_fixture) {
   auto tel = spawn_telemetry(sys);
   track(tel);
   auto c = file_config("audit.jsonl");
-  auto a = spawn(c, audit_links{tel, {}});
+  auto a = spawn(c, audit_links{tel});
   for (int i = 0; i < 3; ++i)
     self->send(a, test::sample_security("syscall_denied"));
   self->send(a, test::sample_lost());
@@ -316,37 +320,70 @@ BOOST_FIXTURE_TEST_CASE(counts_reach_telemetry, audit_fixture) {
 
 namespace {
 
-// Sends `n` events, cycling through four kinds; with `pressure`, holds back
-// while the writer queue is saturated, as the pool's admission does.
-void flood(caf::scoped_actor& self, const audit_actor& a, size_t n,
-           const std::shared_ptr<audit_pressure>& pressure, uint64_t& max_rss) {
+// Takes the credits the audit actor has returned so far; with `wait`, blocks
+// until at least one batch arrives (60 s safety net).
+void take_credits(caf::scoped_actor& self, audit_credits& credits, bool wait) {
+  bool more = true;
+  while (more) {
+    more = false;
+    self->receive(
+        [&](audit_credit_atom, uint64_t n) {
+          credits.returned(n);
+          more = true;
+        },
+                  caf::after(wait ? std::chrono::milliseconds(60000) : std::chrono::milliseconds(0)) >>
+                      [&] {
+                        if (wait)
+                          BOOST_FAIL("no credit came back within 60 s");
+                      });
+    wait = false;
+  }
+}
+
+// Joins `a` as a producer: the window it grants.
+uint64_t join(caf::scoped_actor& self, const audit_actor& a) {
+  uint64_t window = 0;
+  self->request(a, 10s, audit_join_atom::value, caf::actor_cast<audit_producer>(self))
+      .receive([&](uint64_t w) { window = w; },
+               [&](caf::error& err) { BOOST_FAIL("join failed: " << to_string(err)); });
+  return window;
+}
+
+// Sends `n` events, cycling through four kinds; with `credits`, holds back
+// while they are spent, as the pool's admission does.
+void flood(caf::scoped_actor& self, const audit_actor& a, size_t n, audit_credits* credits,
+           uint64_t& max_rss) {
   auto denied = test::sample_security("syscall_denied");
   auto started = test::sample_started();
   auto finished = test::sample_finished(error_class::ok);
   auto conn = test::sample_connection();
+  audit_credits ignored;
+  auto& c = credits ? *credits : ignored;
+  auto post = [&](auto& ev) {
+    if (credits)
+      post_audit(self, a, c, ev);
+    else
+      self->send(a, ev);
+  };
   for (size_t i = 0; i < n; ++i) {
-    // Held back, the producer waits for the actor to catch up: a flush
-    // answers once everything sent before it is handled and written.
-    while (pressure && pressure->saturated())
-      self->request(a, 60s, audit_flush_atom::value)
-          .receive([](audit_stats&) {},
-                   [&](caf::error& err) { BOOST_FAIL("flush failed: " << to_string(err)); });
+    while (credits && credits->exhausted())
+      take_credits(self, *credits, true);
     switch (i % 4) {
     case 0:
       denied.exec_id = i;
-      post_audit(self, a, pressure, denied);
+      post(denied);
       break;
     case 1:
       started.exec_id = i;
-      post_audit(self, a, pressure, started);
+      post(started);
       break;
     case 2:
       finished.exec_id = i;
-      post_audit(self, a, pressure, finished);
+      post(finished);
       break;
     default:
       conn.exec_id = i;
-      post_audit(self, a, pressure, conn);
+      post(conn);
       break;
     }
     if (i % 5000 == 0)
@@ -377,12 +414,16 @@ BOOST_FIXTURE_TEST_CASE(a_flood_of_100000_events_loses_nothing_in_bounded_memory
   c.enabled = true;
   c.events = {"*"};
   c.file.queue_records = 1024;
-  auto pressure = std::make_shared<audit_pressure>(2048);
-  auto a = spawn(c, audit_links{{}, pressure});
+  c.producer_window = 2048;
+  auto a = spawn(c);
+  audit_credits credits;
+  credits.set_window(join(self, a));
+  BOOST_TEST(credits.window() == 2048u);
   const auto rss_before = rss_bytes();
   uint64_t max_rss = rss_before;
-  flood(self, a, n, pressure, max_rss);
+  flood(self, a, n, &credits, max_rss);
   const auto st = flush(a);
+  take_credits(self, credits, false); // the flush returns every credit before it answers
   max_rss = std::max(max_rss, rss_bytes());
   BOOST_TEST(st.received == n);
   BOOST_TEST(st.recorded == n);
@@ -390,15 +431,17 @@ BOOST_FIXTURE_TEST_CASE(a_flood_of_100000_events_loses_nothing_in_bounded_memory
   BOOST_TEST(st.file_dropped == 0u);
   BOOST_TEST(st.queue_capacity == 1024u);
   BOOST_TEST(st.queue_high_water <= st.queue_capacity);
-  BOOST_TEST(pressure->high_water() <= 1024u);
-  // The mailbox: never more than the limit (plus the one event in hand) in flight.
-  BOOST_TEST(pressure->backlog_high_water() <= pressure->backlog_limit() + 1);
-  BOOST_TEST(pressure->backlog() == 0u);
+  // The mailbox: never more than the window unacknowledged, and all of it
+  // acknowledged in the end.
+  BOOST_TEST(credits.high_water() <= credits.window());
+  BOOST_TEST(credits.outstanding() == 0u);
+  BOOST_TEST(st.producers == 1u);
+  BOOST_TEST(st.credits_withheld == 0u);
   check_flood_file(c.file.path, n);
   BOOST_TEST_MESSAGE("flood: RSS growth " << (max_rss - rss_before) / 1024
                                           << " KiB, writer queue high water " << st.queue_high_water
-                                          << ", backlog high water "
-                                          << pressure->backlog_high_water());
+                                          << ", unacknowledged high water "
+                                          << credits.high_water());
   if (test::address_sanitizer)
     BOOST_TEST_MESSAGE("flood: RSS bound not checked under AddressSanitizer (its quarantine "
                        "holds freed memory); the plain build checks it");
@@ -407,7 +450,7 @@ BOOST_FIXTURE_TEST_CASE(a_flood_of_100000_events_loses_nothing_in_bounded_memory
 }
 
 BOOST_FIXTURE_TEST_CASE(a_flood_without_admission_control_still_loses_nothing, audit_fixture) {
-  // Producers that ignore the pressure only lengthen the actor's mailbox; the
+  // Producers that do not join only lengthen the actor's mailbox; the
   // writer queue stays within its bound and every record is written.
   constexpr size_t n = 100000;
   auto c = file_config("flood.jsonl");
@@ -422,6 +465,113 @@ BOOST_FIXTURE_TEST_CASE(a_flood_without_admission_control_still_loses_nothing, a
   BOOST_TEST(st.file_dropped == 0u);
   BOOST_TEST(st.queue_high_water <= 256u);
   check_flood_file(c.file.path, n);
+}
+
+BOOST_AUTO_TEST_CASE(a_producers_credits_count_what_is_unacknowledged) {
+  audit_credits c;
+  BOOST_TEST(c.window() == audit_credits::default_window);
+  c.set_window(0); // a window of nothing would stop the producer for good
+  BOOST_TEST(c.window() == 1u);
+  c.set_window(3);
+  c.spent();
+  c.spent();
+  BOOST_TEST(!c.exhausted());
+  c.spent();
+  BOOST_TEST(c.exhausted());
+  c.returned(1);
+  BOOST_TEST(!c.exhausted());
+  BOOST_TEST(c.outstanding() == 2u);
+  // More than outstanding (a confused or hostile peer) stops at zero.
+  c.returned(1000);
+  BOOST_TEST(c.outstanding() == 0u);
+  BOOST_TEST(c.high_water() == 3u);
+}
+
+BOOST_FIXTURE_TEST_CASE(a_congested_writer_withholds_credits_until_it_drains, audit_fixture) {
+  // A FIFO nobody reads is a disk that stalls: the writer blocks, its queue
+  // fills, and from three quarters full on the actor keeps the producer's
+  // credits, so a producer that respects them stops with its window spent.
+  const auto fifo = dir.file("audit.fifo");
+  BOOST_REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+  int reader = ::open(fifo.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  BOOST_REQUIRE(reader >= 0);
+  // Should a check below abort the test, the read end closes first, so the
+  // writer fails (EPIPE) instead of blocking the actor's shutdown.
+  ::signal(SIGPIPE, SIG_IGN);
+  struct reader_guard {
+    int& fd;
+    ~reader_guard() {
+      if (fd >= 0)
+        ::close(fd);
+    }
+  } guard{reader};
+  ::fcntl(reader, F_SETPIPE_SZ, 4096); // the smallest pipe: a few records fill it
+  audit_config c;
+  c.enabled = true;
+  c.events = {"*"};
+  c.file.path = fifo;
+  c.file.fsync = fsync_policy::never;
+  // Congested at 48 records, the window of 8 stops the producer before the
+  // queue is full: pushes never block, so the actor keeps answering.
+  c.file.queue_records = 64;
+  c.file.block_timeout_ms = 60000;
+  c.producer_window = 8;
+  auto a = spawn(c);
+  audit_credits credits;
+  credits.set_window(join(self, a));
+  auto ev = test::sample_security("syscall_denied");
+  ev.event.target.assign(1024, 'x');
+  // Post while credits last, taking back what comes. Without the hold-back
+  // this would run to the cap; with it, it stops within a few windows.
+  uint64_t posted = 0;
+  while (!credits.exhausted() && posted < 100000) {
+    ev.exec_id = ++posted;
+    post_audit(self, a, credits, ev);
+    take_credits(self, credits, false);
+  }
+  BOOST_REQUIRE(credits.exhausted());
+  // At most: a batch the writer holds and the queue (64 each), the window,
+  // and what the pipe took.
+  BOOST_TEST(posted <= 64u + 64u + 8u + 8u);
+  // Everything posted is handled: the actor answers status, and holds the
+  // producer's credits.
+  // (A push blocked on a full queue would hold the answer beyond the timeout.)
+  audit_stats st;
+  self->request(a, 30s, status_atom::value)
+      .receive([&](audit_stats& s) { st = s; },
+               [&](caf::error& err) { BOOST_FAIL(sys.render(err)); });
+  BOOST_TEST(st.received == posted);
+  BOOST_TEST(st.producers == 1u);
+  BOOST_TEST(st.credits_withheld >= 1u);
+  BOOST_TEST_MESSAGE("congested writer: " << posted << " events posted, "
+                                          << st.credits_withheld << " credits withheld");
+  // The reader comes back: the queue drains, the credits return, and every
+  // record arrives.
+  uint64_t lines = 0;
+  std::thread drain([&] {
+    ::fcntl(reader, F_SETFL, 0);
+    char buf[65536];
+    for (;;) {
+      const auto n = ::read(reader, buf, sizeof(buf));
+      if (n <= 0)
+        break;
+      for (ssize_t i = 0; i < n; ++i)
+        lines += buf[i] == '\n' ? 1 : 0;
+    }
+  });
+  while (credits.exhausted())
+    take_credits(self, credits, true);
+  const auto done = flush(a);
+  take_credits(self, credits, false);
+  BOOST_TEST(credits.outstanding() == 0u);
+  BOOST_TEST(done.credits_withheld == 0u);
+  BOOST_TEST(done.file_written == posted);
+  BOOST_TEST(done.file_dropped == 0u);
+  // Closing the audit closes the FIFO's write end: the reader sees EOF.
+  caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
+  self->wait_for(a);
+  drain.join();
+  BOOST_TEST(lines == posted);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

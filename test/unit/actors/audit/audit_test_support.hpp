@@ -1,7 +1,7 @@
 #pragma once
 
 /// @file audit_test_support.hpp
-/// Temporary directories, reading JSON-lines files back, and one sample event
+/// Reading JSON-lines files back, and one sample event
 /// of each kind for the audit tests.
 
 #include <cstdlib>
@@ -14,23 +14,9 @@
 #include <nlohmann/json.hpp>
 
 #include "actors/audit/audit_messages.hpp"
+#include "support/temp_dir.hpp"
 
 namespace castellan::test {
-
-/// A fresh directory under /tmp, removed with everything in it.
-struct temp_dir {
-  std::filesystem::path path;
-  temp_dir() {
-    std::string tmpl = (std::filesystem::temp_directory_path() / "castellan-audit-XXXXXX").string();
-    BOOST_REQUIRE(::mkdtemp(tmpl.data()) != nullptr);
-    path = tmpl;
-  }
-  ~temp_dir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path, ec);
-  }
-  std::string file(const std::string& name) const { return (path / name).string(); }
-};
 
 inline std::vector<std::string> read_lines(const std::string& file) {
   std::vector<std::string> out;
