@@ -51,6 +51,8 @@ http_response error_response(const caf::error& err, const caf::actor_system& sys
 /// argument tuple (undefined behaviour, reported by UBSan).
 caf::behavior api_behavior(caf::event_based_actor* self, supervisor_actor supervisor,
                            std::shared_ptr<api_responder> responder) {
+  // Shared by the handlers below, which all run in this actor, one at a time.
+  auto encoder = std::make_shared<result_encoder>();
   return {
       [=](exec_atom, uint64_t request_id, exec_request& req) {
         self->request(supervisor, caf::infinite, exec_atom::value, std::move(req))
@@ -60,7 +62,7 @@ caf::behavior api_behavior(caf::event_based_actor* self, supervisor_actor superv
                     responder->complete(request_id,
                                         json_response(503, error_body("busy", r.detail)));
                   else
-                    responder->complete(request_id, json_response(200, result_body(r)));
+                    responder->complete(request_id, json_response(200, encoder->body(r)));
                 },
                 [=](caf::error& err) {
                   responder->complete(request_id, error_response(err, self->system()));

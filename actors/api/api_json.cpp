@@ -106,6 +106,47 @@ std::string result_body(const exec_result& r) {
   return dump_json(j);
 }
 
+std::string result_encoder::body(exec_result& r) {
+  if (r.enforcement.empty())
+    return result_body(r);
+  std::string report = std::move(r.enforcement);
+  r.enforcement.clear();
+  json j = to_json(r);
+  j.erase("enforcement");
+  j["v"] = 1;
+  const std::string rest = dump_json(j);
+  const std::string* cached = nullptr;
+  for (const auto& entry : cache_)
+    if (entry.first == report) {
+      cached = &entry.second;
+      break;
+    }
+  if (cached == nullptr) {
+    // As to_json does it: a report that does not parse is shown as text.
+    json parsed = json::parse(report, nullptr, false);
+    std::string text = dump_json(parsed.is_discarded() ? json(report) : parsed);
+    constexpr std::size_t capacity = 64;
+    if (cache_.size() < capacity) {
+      cache_.emplace_back(report, std::move(text));
+      cached = &cache_.back().second;
+    } else {
+      auto& slot = cache_[next_];
+      next_ = (next_ + 1) % capacity;
+      slot = {report, std::move(text)};
+      cached = &slot.second;
+    }
+  }
+  // `rest` is an object with members: `{` + the report + `,` + its members.
+  std::string out;
+  out.reserve(rest.size() + cached->size() + 16);
+  out += R"({"enforcement":)";
+  out += *cached;
+  out += ',';
+  out.append(rest, 1, std::string::npos);
+  r.enforcement = std::move(report);
+  return out;
+}
+
 std::string pools_body(const std::vector<pool_status>& pools) {
   json list = json::array();
   for (const auto& p : pools)
