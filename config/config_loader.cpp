@@ -36,6 +36,9 @@ constexpr uint64_t mib = 1ull << 20;
 constexpr uint64_t gib = 1ull << 30;
 constexpr uint64_t tib = 1ull << 40;
 
+/// Dots one dotted key or table header may have (see too_deep_key).
+constexpr std::size_t max_key_dots = 32;
+
 // -- rendering -------------------------------------------------------------------
 
 const char* type_name(const toml::node& n) {
@@ -834,16 +837,78 @@ std::string directory_of(const std::string& path) {
   return slash == 0 ? "/" : path.substr(0, slash);
 }
 
+/// The place of the first dotted key (or table header) of more than
+/// max_key_dots dots, if any. toml++ bounds the nesting of arrays and inline
+/// tables (256), but not the tables a dotted key creates, and recurses over
+/// them: `a.a.a…` with 100,000 dots overflows the stack. No castellan key has
+/// more than two dots; this scan, linear and without recursion, lets only
+/// shallow keys reach the parser. It skips strings and comments and counts
+/// the dots of a chain of key segments; anything but a segment, a dot or a
+/// blank (',', '=', a bracket, a newline) ends the chain.
+std::optional<place> too_deep_key(std::string_view text) {
+  uint32_t line = 1;
+  std::size_t line_start = 0;
+  std::size_t dots = 0;
+  auto is_bare = [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
+           c == '-';
+  };
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (c == '\n') {
+      ++line;
+      line_start = i + 1;
+      dots = 0;
+    } else if (c == '#') {
+      while (i + 1 < text.size() && text[i + 1] != '\n')
+        ++i;
+    } else if (c == '"' || c == '\'') {
+      // A string: a quoted key segment or a value. Multi-line ones may
+      // span lines (counted), and end a chain: no key spans lines.
+      const bool multi = text.substr(i, 3) == std::string(3, c);
+      const std::size_t open = multi ? 3 : 1;
+      std::size_t j = i + open;
+      for (; j < text.size(); ++j) {
+        if (text[j] == '\n') {
+          if (!multi)
+            break;
+          ++line;
+          line_start = j + 1;
+          dots = 0;
+        } else if (c == '"' && text[j] == '\\') {
+          ++j;
+        } else if (text[j] == c && (!multi || text.substr(j, 3) == std::string(3, c))) {
+          j += open - 1;
+          break;
+        }
+      }
+      i = j < text.size() && text[j] == '\n' ? j - 1 : j;
+    } else if (c == '.') {
+      if (++dots > max_key_dots)
+        return place{line, static_cast<uint32_t>(i - line_start + 1)};
+    } else if (!is_bare(c) && c != ' ' && c != '\t') {
+      dots = 0;
+    }
+  }
+  return std::nullopt;
+}
+
 config_load run(std::string_view text, const std::string& source, const std::string& base_dir,
                 bool check_files, std::set<std::string>* registry) {
   config_load out;
   out.config.source = source;
   loader l{source, fs::absolute(base_dir).lexically_normal().string(), check_files, registry};
-  try {
-    toml::table root = toml::parse(text, source);
-    l.load(root, out.config);
-  } catch (const toml::parse_error& e) {
-    l.error(place_of(e.source()), {}, {}, std::string(e.description()) + " (TOML syntax)");
+  if (auto deep = too_deep_key(text)) {
+    l.error(*deep, {}, {},
+            "a key nested deeper than " + std::to_string(max_key_dots + 1) + " levels (more than " +
+                std::to_string(max_key_dots) + " dots)");
+  } else {
+    try {
+      toml::table root = toml::parse(text, source);
+      l.load(root, out.config);
+    } catch (const toml::parse_error& e) {
+      l.error(place_of(e.source()), {}, {}, std::string(e.description()) + " (TOML syntax)");
+    }
   }
   auto by_place = [](const config_error& a, const config_error& b) {
     // Errors without a place (found beyond the file) come last.

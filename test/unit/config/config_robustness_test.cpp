@@ -74,4 +74,45 @@ BOOST_AUTO_TEST_CASE(random_truncated_and_mutated_inputs) {
   BOOST_TEST(refused > 0u);
 }
 
+BOOST_AUTO_TEST_CASE(deeply_dotted_keys_are_refused_before_the_parser_recurses) {
+  // toml++ recurses over the tables a dotted key makes: 100,000 levels
+  // overflow the stack. The loader refuses more than 32 dots per key.
+  auto chain = [](std::size_t dots) {
+    std::string key = "a";
+    for (std::size_t i = 0; i < dots; ++i)
+      key += ".a";
+    return key;
+  };
+  for (const std::string& text :
+       {chain(100000) + " = 1\n", "[" + chain(100000) + "]\n", "[[" + chain(100000) + "]]\n",
+        "x = {" + chain(100000) + " = 1}\n", "\"q\"" + std::string(100000, '.') + " = 1\n",
+        "[pools.limits]\n" + chain(33) + " = 1\n"}) {
+    auto l = config::parse_serve_config(text, "deep.toml", "/nonexistent");
+    BOOST_TEST_REQUIRE(l.errors.size() == 1u);
+    BOOST_TEST(l.errors[0].message == "a key nested deeper than 33 levels (more than 32 dots)");
+  }
+  auto at = config::parse_serve_config("\n\n  " + chain(40) + " = 1\n", "deep.toml", "/x");
+  BOOST_TEST_REQUIRE(at.errors.size() == 1u);
+  BOOST_TEST(at.errors[0].describe() ==
+             "deep.toml:3:68: a key nested deeper than 33 levels (more than 32 dots)");
+  // 32 dots reach the loader (which knows no such key); dots in strings,
+  // comments and floats are not keys.
+  auto shallow = config::parse_serve_config(chain(32) + " = 1\n", "deep.toml", "/nonexistent");
+  BOOST_TEST_REQUIRE(shallow.errors.size() == 1u);
+  BOOST_TEST(shallow.errors[0].message.find("unknown key") == 0u, shallow.errors[0].message);
+  std::string floats = "x = [";
+  for (int i = 0; i < 1000; ++i)
+    floats += "1.5, ";
+  floats += "2.5]\n";
+  const std::string many(5000, '.');
+  for (const std::string& text :
+       {"state_dir = \"/x/" + many + "\"\n", "state_dir = '''\n" + many + "'''\n",
+        "state_dir = \"\"\"a\\\"" + many + "\"\"\"\n", "state_dir = '" + many + "'\n",
+        "# " + many + "\n", floats}) {
+    auto l = config::parse_serve_config(text, "flat.toml", "/nonexistent");
+    for (const auto& e : l.errors)
+      BOOST_TEST(e.message.find("nested deeper") == std::string::npos, e.describe());
+  }
+}
+
 BOOST_AUTO_TEST_SUITE_END()
