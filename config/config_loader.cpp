@@ -931,6 +931,13 @@ config_load parse_serve_config(std::string_view text, const std::string& source,
 }
 
 config_load load_serve_config(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) {
+    config_load out;
+    out.config.source = path;
+    out.errors.push_back(config_error{path, 0, 0, {}, {}, "not a regular file"});
+    return out;
+  }
   std::ifstream in{path, std::ios::binary};
   if (!in) {
     config_load out;

@@ -272,6 +272,9 @@ BOOST_AUTO_TEST_CASE(files_that_cannot_be_read_or_are_too_large) {
       d.write("big.toml", std::string(config::max_config_bytes + 1, '#')));
   BOOST_TEST_REQUIRE(big.errors.size() == 1u);
   BOOST_TEST(big.errors[0].describe() == d.path + "/big.toml: larger than 1MiB");
+  auto dir = config::load_serve_config(d.path);
+  BOOST_TEST_REQUIRE(dir.errors.size() == 1u);
+  BOOST_TEST(dir.errors[0].describe() == d.path + ": not a regular file");
 }
 
 BOOST_AUTO_TEST_CASE(pool_names) {
