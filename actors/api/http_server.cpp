@@ -6,6 +6,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstring>
 #include <optional>
@@ -40,6 +41,9 @@ namespace {
 /// Bytes a client may send ahead (pipelined) while its request runs; beyond
 /// that the server stops reading until it has answered.
 constexpr std::size_t pipeline_cap = 64 * 1024;
+
+/// The most a read adds to a connection's buffer at once.
+constexpr std::size_t read_chunk = 64 * 1024;
 
 /// What every open connection is to the server.
 class session_base {
@@ -94,7 +98,8 @@ template <class Socket>
 class session final : public session_base, public std::enable_shared_from_this<session<Socket>> {
 public:
   session(Socket s, http_server::impl& srv, bool tcp)
-      : socket_(std::move(s)), timer_(srv.io), srv_(srv), tcp_(tcp) {}
+      : socket_(std::move(s)), timer_(srv.io), srv_(srv), tcp_(tcp),
+        buffer_(srv.limits.header_bytes + pipeline_cap + read_chunk) {}
 
   void start() { read_request(); }
 
@@ -173,6 +178,12 @@ private:
       fail(431, "headers_too_large",
            "the request line and headers exceed " + std::to_string(srv_.limits.header_bytes) +
                " bytes");
+    } else if (ec == http::error::buffer_overflow) {
+      // The parser consumes the body as it arrives; what fills the buffer
+      // is a line without end (a chunk header with an endless extension).
+      fail(400, "bad_http",
+           "a line of the request (a chunk header) exceeds " +
+               std::to_string(srv_.limits.header_bytes + pipeline_cap) + " bytes");
     } else if (ec == http::error::body_limit) {
       fail(413, "body_too_large",
            "the body exceeds " + std::to_string(srv_.limits.body_bytes) + " bytes");
@@ -311,6 +322,8 @@ private:
   net::steady_timer timer_;
   http_server::impl& srv_;
   bool tcp_;
+  /// Bounded: Beast limits headers and the body, not the length of a
+  /// chunk header, which a client could otherwise make endless.
   beast::flat_buffer buffer_;
   std::optional<http::request_parser<http::string_body>> parser_;
   std::optional<http::response<http::string_body>> response_;

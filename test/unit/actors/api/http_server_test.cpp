@@ -268,6 +268,39 @@ BOOST_AUTO_TEST_CASE(oversized_bodies_get_413_declared_or_chunked) {
   }
 }
 
+BOOST_AUTO_TEST_CASE(large_bodies_pass_through_the_bounded_buffer) {
+  echo_server s; // 4 MiB body limit; the connection's buffer holds far less
+  http_client c(s.socket_path);
+  const std::string big(3 * 1024 * 1024, 'z');
+  auto r = c.request("POST", "/", big);
+  BOOST_REQUIRE(r.status == 200u);
+  BOOST_TEST(r.json()["body"].get<std::string>() == big);
+  std::string chunked = "POST /c HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n";
+  for (int i = 0; i < 48; ++i)
+    chunked += "10000\r\n" + std::string(65536, 'k') + "\r\n"; // 3 MiB in 64 KiB chunks
+  chunked += "0\r\n\r\n";
+  c.send_raw(chunked);
+  auto rc = c.read();
+  BOOST_REQUIRE(rc.status == 200u);
+  BOOST_TEST(rc.json()["body"].get<std::string>().size() == 48u * 65536u);
+}
+
+BOOST_AUTO_TEST_CASE(an_endless_chunk_header_is_refused) {
+  // Beast bounds headers and bodies but not a chunk header's length: the
+  // connection's buffer does, so this cannot grow the server's memory.
+  echo_server s;
+  http_client c(s.socket_path);
+  c.send_raw("POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n1;");
+  const std::string junk(64 * 1024, 'a');
+  boost::system::error_code ec;
+  for (int i = 0; i < 64 && !ec; ++i) // up to 4 MiB, until the server closes
+    boost::asio::write(c.socket(), boost::asio::buffer(junk), ec);
+  auto r = c.read();
+  BOOST_TEST(r.status == 400u);
+  BOOST_TEST(r.error_message().find("chunk header") != std::string::npos, r.body);
+  BOOST_TEST(c.closed_by_server());
+}
+
 BOOST_AUTO_TEST_CASE(ambiguous_framing_is_refused_not_guessed) {
   // Request smuggling needs two parsers to disagree on where a request
   // ends: the server refuses every framing that admits two readings.
