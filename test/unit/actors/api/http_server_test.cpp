@@ -374,4 +374,15 @@ BOOST_AUTO_TEST_CASE(a_client_that_goes_away_abandons_its_request) {
   BOOST_TEST(d.get("/after").status == 200u);
 }
 
+BOOST_AUTO_TEST_CASE(a_half_close_counts_as_going_away) {
+  // On a unix socket a client's close and its shutdown(SHUT_WR) read the
+  // same (end of file): both abandon the request (docs/api.md).
+  echo_server s;
+  http_client c(s.socket_path);
+  c.send("GET", "/hold");
+  const uint64_t id = wait_for(s.held);
+  c.socket().shutdown(boost::asio::socket_base::shutdown_send);
+  BOOST_TEST(wait_for(s.abandoned) == id);
+}
+
 BOOST_AUTO_TEST_SUITE_END()
