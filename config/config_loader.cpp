@@ -482,6 +482,7 @@ void loader::read_audit(table_reader& t, audit_config& a, std::string& file_text
   t.read_uint("subscriber_window", 1, 65536, a.subscriber_window);
   t.read_uint("subscriber_timeout_ms", 1, 600000, a.subscriber_timeout_ms);
   t.read_uint("report_interval_ms", 1, 3600000, a.report_interval_ms);
+  t.read_uint("producer_window", 1, 1u << 20, a.producer_window);
   t.finish();
 }
 

@@ -114,6 +114,7 @@ BOOST_AUTO_TEST_CASE(the_commented_values_are_the_defaults) {
   BOOST_TEST(a.audit.subscriber_window == b.audit.subscriber_window);
   BOOST_TEST(a.audit.subscriber_timeout_ms == b.audit.subscriber_timeout_ms);
   BOOST_TEST(a.audit.report_interval_ms == b.audit.report_interval_ms);
+  BOOST_TEST(a.audit.producer_window == b.audit.producer_window);
   const auto& fa = a.audit.file;
   const auto& fb = b.audit.file;
   BOOST_TEST(fa.path.substr(fa.path.rfind('/')) == fb.path.substr(fb.path.rfind('/')));

@@ -28,6 +28,7 @@ BOOST_AUTO_TEST_CASE(every_setting_reaches_its_field) {
              "watch = false\n"
              "[audit]\nfile = \"/var/log/x.jsonl\"\nevents = [\"exec_end\"]\nto_stderr = true\n"
              "fsync = \"every_record\"\nmax_files = 9\nsubscriber_window = 17\n"
+                  "producer_window = 64\n"
              "[egress]\nconnections_per_worker = 3\nhead_timeout_ms = 1234\n"
              "max_head_bytes = \"8KiB\"\n"
              "[request_policies]\nmax_pools = 2\nbindable_paths = [\"/srv/data\"]\n"
@@ -75,6 +76,7 @@ BOOST_AUTO_TEST_CASE(every_setting_reaches_its_field) {
   BOOST_TEST((sc->audit->file.fsync == fsync_policy::every_record));
   BOOST_TEST(sc->audit->file.max_files == 9u);
   BOOST_TEST(sc->audit->subscriber_window == 17u);
+  BOOST_TEST(sc->audit->producer_window == 64u);
   BOOST_TEST(sc->egress.connections_per_worker == 3u);
   BOOST_TEST(sc->egress.head_timeout.count() == 1234);
   BOOST_TEST(sc->egress.max_head_bytes == 8u << 10);
