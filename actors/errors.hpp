@@ -11,7 +11,7 @@
 #include <caf/make_message.hpp>
 #include <caf/message.hpp>
 
-#include "ipc/result.hpp"
+#include "ipc/outcome.hpp"
 
 namespace castellan {
 

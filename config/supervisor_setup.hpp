@@ -5,7 +5,7 @@
 
 #include "actors/supervisor/supervisor_actor.hpp"
 #include "config/serve_config.hpp"
-#include "ipc/result.hpp"
+#include "ipc/outcome.hpp"
 
 namespace castellan::config {
 

@@ -5,7 +5,7 @@
 
 #include <cstdint>
 
-#include "ipc/result.hpp"
+#include "ipc/outcome.hpp"
 #include "ipc/unique_fd.hpp"
 
 namespace castellan::ipc {

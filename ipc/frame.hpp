@@ -9,7 +9,7 @@
 #include <string_view>
 
 #include "ipc/message_type.hpp"
-#include "ipc/result.hpp"
+#include "ipc/outcome.hpp"
 
 namespace castellan::ipc {
 

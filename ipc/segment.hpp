@@ -7,7 +7,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "ipc/result.hpp"
+#include "ipc/outcome.hpp"
 #include "ipc/unique_fd.hpp"
 
 namespace castellan::ipc {

@@ -7,7 +7,7 @@
 
 #include <functional>
 
-#include "ipc/result.hpp"
+#include "ipc/outcome.hpp"
 #include "ipc/unique_fd.hpp"
 #include "platform/worker_spec.hpp"
 

@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "ipc/result.hpp"
+#include "ipc/outcome.hpp"
 #include "ipc/unique_fd.hpp"
 #include "platform/linux/root_builder.hpp"
 #include "worker/options.hpp"

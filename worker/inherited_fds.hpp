@@ -5,7 +5,7 @@
 /// so that a wrong command line fails here with a clear message instead of
 /// as a broken wire inside Python.
 
-#include "ipc/result.hpp"
+#include "ipc/outcome.hpp"
 #include "worker/options.hpp"
 
 namespace castellan::worker {

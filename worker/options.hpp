@@ -5,7 +5,7 @@
 
 #include <string>
 
-#include "ipc/result.hpp"
+#include "ipc/outcome.hpp"
 
 namespace castellan::worker {
 

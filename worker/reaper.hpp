@@ -8,7 +8,7 @@
 #include <signal.h>
 #include <sys/types.h>
 
-#include "ipc/result.hpp"
+#include "ipc/outcome.hpp"
 
 namespace castellan::worker {
 

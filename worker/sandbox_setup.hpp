@@ -13,7 +13,7 @@
 #include <optional>
 #include <string>
 
-#include "ipc/result.hpp"
+#include "ipc/outcome.hpp"
 #include "platform/linux/capabilities.hpp"
 #include "platform/linux/root_builder.hpp"
 #include "platform/linux/sandbox_spec.hpp"

@@ -16,7 +16,7 @@
 
 #include <string>
 
-#include "ipc/result.hpp"
+#include "ipc/outcome.hpp"
 #include "worker/harness_launch.hpp"
 
 namespace castellan::worker {

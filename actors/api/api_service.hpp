@@ -15,7 +15,7 @@
 #include "actors/api/http_server.hpp"
 #include "actors/api/listen_address.hpp"
 #include "actors/supervisor/supervisor_actor.hpp"
-#include "ipc/result.hpp"
+#include "ipc/outcome.hpp"
 
 namespace castellan::api {
 

@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "actors/api/listen_address.hpp"
-#include "ipc/result.hpp"
+#include "ipc/outcome.hpp"
 
 namespace castellan::api {
 

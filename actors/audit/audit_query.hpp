@@ -11,7 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "ipc/result.hpp"
+#include "ipc/outcome.hpp"
 
 namespace castellan {
 

@@ -22,7 +22,7 @@
 #include <thread>
 
 #include "actors/audit/audit_messages.hpp"
-#include "ipc/result.hpp"
+#include "ipc/outcome.hpp"
 
 namespace castellan {
 

@@ -33,7 +33,7 @@
 #include <cstdint>
 #include <string>
 
-#include "ipc/result.hpp"
+#include "ipc/outcome.hpp"
 #include "ipc/unique_fd.hpp"
 #include "platform/linux/seccomp_notify.hpp"
 

@@ -12,7 +12,7 @@
 #include <string>
 #include <thread>
 
-#include "ipc/result.hpp"
+#include "ipc/outcome.hpp"
 #include "ipc/unique_fd.hpp"
 
 namespace castellan {

@@ -11,7 +11,7 @@
 
 #include "actors/exec_messages.hpp"
 #include "actors/pool/harness_exec_error.hpp"
-#include "ipc/result.hpp"
+#include "ipc/outcome.hpp"
 
 namespace castellan {
 

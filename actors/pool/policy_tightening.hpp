@@ -19,7 +19,7 @@
 
 #include <string>
 
-#include "ipc/result.hpp"
+#include "ipc/outcome.hpp"
 
 namespace castellan {
 

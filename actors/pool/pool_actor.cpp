@@ -27,7 +27,7 @@
 #include "actors/pool/sandbox_profile.hpp"
 #include "actors/sha256.hpp"
 #include "actors/telemetry/metric_names.hpp"
-#include "actors/pool/worker_channel.hpp"
+#include "actors/pool/pool_worker.hpp"
 #include "actors/pool/worker_event_source.hpp"
 #include "platform/install_layout.hpp"
 
@@ -116,7 +116,7 @@ outcome<std::shared_ptr<pool_generation>> make_generation(pool_config cfg, uint6
 }
 
 struct worker_slot {
-  std::unique_ptr<worker_channel> ch;
+  std::unique_ptr<pool_worker> ch;
   std::shared_ptr<const pool_generation> gen; ///< what it was started from
   worker_state state = worker_state::starting;
   std::optional<pending_exec> current;
@@ -263,7 +263,7 @@ void spawn_one(pool_ptr self) {
   auto& st = self->state;
   const uint64_t id = st.next_worker_id++;
   const auto& gen = st.gen;
-  auto ch = worker_channel::start(id, gen->cfg, gen->tpl);
+  auto ch = pool_worker::start(id, gen->cfg, gen->tpl);
   if (!ch) {
     st.last_spawn_error = ch.error().describe();
     ++st.spawn_failures;

@@ -24,7 +24,7 @@
 #include "actors/pool/pool_spec.hpp"
 #include "actors/pool/sandbox_profile.hpp"
 #include "actors/proxy/proxy_actor.hpp"
-#include "ipc/result.hpp"
+#include "ipc/outcome.hpp"
 #include "platform/worker_spec.hpp"
 
 namespace castellan {

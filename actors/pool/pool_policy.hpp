@@ -9,7 +9,7 @@
 #include <memory>
 #include <string>
 
-#include "ipc/result.hpp"
+#include "ipc/outcome.hpp"
 
 namespace castellan {
 

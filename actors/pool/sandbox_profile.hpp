@@ -12,7 +12,7 @@
 
 #include "actors/mediation/sandbox_fixed_paths.hpp"
 #include "actors/pool/harness_exec_error.hpp"
-#include "ipc/result.hpp"
+#include "ipc/outcome.hpp"
 #include "platform/linux/sandbox_spec.hpp"
 
 namespace castellan {

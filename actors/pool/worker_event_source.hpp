@@ -20,7 +20,7 @@
 
 #include "actors/mediation/syscall_mediator.hpp"
 #include "ipc/doorbell.hpp"
-#include "ipc/result.hpp"
+#include "ipc/outcome.hpp"
 #include "platform/linux/uring.hpp"
 
 namespace castellan {

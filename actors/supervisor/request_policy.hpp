@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "actors/pool/pool_actor.hpp"
-#include "ipc/result.hpp"
+#include "ipc/outcome.hpp"
 
 namespace castellan {
 

@@ -19,7 +19,7 @@
 #include "actors/proxy/proxy_actor.hpp"
 #include "actors/supervisor/request_policy.hpp"
 #include "actors/telemetry/telemetry_actor.hpp"
-#include "ipc/result.hpp"
+#include "ipc/outcome.hpp"
 
 namespace castellan {
 

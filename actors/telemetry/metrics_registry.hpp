@@ -16,7 +16,7 @@
 #include <string_view>
 
 #include "actors/telemetry/histogram.hpp"
-#include "ipc/result.hpp"
+#include "ipc/outcome.hpp"
 
 namespace castellan {
 

@@ -10,7 +10,7 @@
 #include <CLI/CLI.hpp>
 
 #include "actors/pool/pool_actor.hpp"
-#include "ipc/result.hpp"
+#include "ipc/outcome.hpp"
 
 namespace castellan::cli {
 

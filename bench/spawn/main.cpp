@@ -23,7 +23,7 @@
 #include <vector>
 
 #include "actors/pool/pool_actor.hpp"
-#include "actors/pool/worker_channel.hpp"
+#include "actors/pool/pool_worker.hpp"
 #include "support/percentiles.hpp"
 
 extern char** environ;
@@ -43,7 +43,7 @@ double micros_since(clock_type::time_point t0) {
 bool worker_to_ready(const pool_config& cfg, const worker_template& tpl, uint64_t id,
                      bench::samples& s, std::string& error, double* took = nullptr) {
   const auto t0 = clock_type::now();
-  auto ch = worker_channel::start(id, cfg, tpl);
+  auto ch = pool_worker::start(id, cfg, tpl);
   if (!ch) {
     error = ch.error().describe();
     return false;

@@ -36,7 +36,7 @@
 #include <string>
 #include <vector>
 
-#include "ipc/result.hpp"
+#include "ipc/outcome.hpp"
 #include "platform/linux/cgroups.hpp"
 
 namespace castellan::platform {

@@ -17,7 +17,7 @@
 #include <string>
 #include <vector>
 
-#include "ipc/result.hpp"
+#include "ipc/outcome.hpp"
 #include "platform/worker_spec.hpp"
 
 namespace castellan::platform {

@@ -12,7 +12,7 @@
 #include <string_view>
 #include <vector>
 
-#include "ipc/result.hpp"
+#include "ipc/outcome.hpp"
 #include "platform/linux/capabilities.hpp"
 #include "platform/linux/cgroups.hpp"
 #include "platform/linux/landlock.hpp"

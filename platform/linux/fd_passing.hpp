@@ -14,7 +14,7 @@
 #include <string_view>
 #include <vector>
 
-#include "ipc/result.hpp"
+#include "ipc/outcome.hpp"
 #include "ipc/unique_fd.hpp"
 
 namespace castellan::platform {

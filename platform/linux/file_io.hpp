@@ -9,7 +9,7 @@
 #include <string>
 #include <string_view>
 
-#include "ipc/result.hpp"
+#include "ipc/outcome.hpp"
 
 namespace castellan::platform {
 

@@ -20,7 +20,7 @@
 #include <string_view>
 #include <vector>
 
-#include "ipc/result.hpp"
+#include "ipc/outcome.hpp"
 #include "platform/linux/root_builder.hpp"
 
 namespace castellan::platform {

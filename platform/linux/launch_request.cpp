@@ -5,7 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "platform/linux/json_reader.hpp"
+#include "platform/linux/json_object_reader.hpp"
 
 namespace castellan::platform {
 

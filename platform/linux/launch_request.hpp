@@ -23,7 +23,7 @@
 #include <string_view>
 #include <vector>
 
-#include "ipc/result.hpp"
+#include "ipc/outcome.hpp"
 #include "ipc/unique_fd.hpp"
 #include "platform/worker_spec.hpp"
 

@@ -30,7 +30,7 @@
 #include <string>
 #include <vector>
 
-#include "ipc/result.hpp"
+#include "ipc/outcome.hpp"
 #include "ipc/unique_fd.hpp"
 #include "platform/worker_spec.hpp"
 

@@ -6,7 +6,7 @@
 #include <optional>
 #include <string>
 
-#include "ipc/result.hpp"
+#include "ipc/outcome.hpp"
 
 namespace castellan::platform {
 

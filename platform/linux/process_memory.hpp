@@ -15,7 +15,7 @@
 #include <cstdint>
 #include <string>
 
-#include "ipc/result.hpp"
+#include "ipc/outcome.hpp"
 #include "ipc/unique_fd.hpp"
 
 namespace castellan::platform {

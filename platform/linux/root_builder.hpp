@@ -12,7 +12,7 @@
 #include <string_view>
 #include <vector>
 
-#include "ipc/result.hpp"
+#include "ipc/outcome.hpp"
 #include "platform/linux/mounts.hpp"
 #include "platform/worker_spec.hpp"
 

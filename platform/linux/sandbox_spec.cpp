@@ -1,6 +1,6 @@
 #include "platform/linux/sandbox_spec.hpp"
 
-#include "platform/linux/json_reader.hpp"
+#include "platform/linux/json_object_reader.hpp"
 
 #include <fcntl.h>
 #include <sys/mman.h>

@@ -10,7 +10,7 @@
 #include <string>
 #include <string_view>
 
-#include "ipc/result.hpp"
+#include "ipc/outcome.hpp"
 #include "ipc/unique_fd.hpp"
 #include "platform/linux/landlock.hpp"
 #include "platform/linux/root_builder.hpp"

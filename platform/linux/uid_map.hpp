@@ -11,7 +11,7 @@
 #include <cstdint>
 #include <string>
 
-#include "ipc/result.hpp"
+#include "ipc/outcome.hpp"
 #include "platform/worker_spec.hpp"
 
 namespace castellan::platform {

@@ -5,7 +5,7 @@
 
 #include <liburing.h>
 
-#include "ipc/result.hpp"
+#include "ipc/outcome.hpp"
 
 namespace castellan::platform {
 

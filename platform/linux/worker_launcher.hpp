@@ -21,7 +21,7 @@
 #include <string>
 #include <vector>
 
-#include "ipc/result.hpp"
+#include "ipc/outcome.hpp"
 #include "ipc/unique_fd.hpp"
 #include "platform/spawn_worker.hpp"
 #include "platform/worker_spec.hpp"

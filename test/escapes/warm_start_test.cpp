@@ -15,7 +15,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "actors/pool/worker_channel.hpp"
+#include "actors/pool/pool_worker.hpp"
 #include "platform/linux/landlock.hpp"
 #include "support/pool_fixture.hpp"
 

@@ -13,7 +13,7 @@
 #include <string>
 #include <string_view>
 
-#include "ipc/result.hpp"
+#include "ipc/outcome.hpp"
 
 namespace castellan::policy {
 

@@ -10,7 +10,7 @@
 #include <variant>
 #include <vector>
 
-#include "ipc/result.hpp"
+#include "ipc/outcome.hpp"
 
 namespace castellan::policy {
 

@@ -1,6 +1,6 @@
 #pragma once
 
-/// @file json_reader.hpp
+/// @file json_object_reader.hpp
 /// Reading a JSON document written by another castellan process (the sealed
 /// sandbox spec, the launcher's requests) into C++ values, strictly: every
 /// error names the JSON pointer of what is wrong, and unknown keys are

@@ -1,9 +1,12 @@
 #pragma once
 
-/// @file worker_channel.hpp
-/// Everything the pool holds for one worker: the process (pidfd), the shared
-/// segment with both rings, and the two doorbells. The pool actor is the only
-/// user: it produces into to_worker and consumes to_supervisor.
+/// @file pool_worker.hpp
+/// A worker as its pool holds it: the process (pidfd, status pipe), the
+/// shared segment with both rings and the two doorbells, its cgroup and its
+/// egress link; `start` assembles all of it (sandbox spec, launcher or
+/// spawn). Also the worker template every worker of a pool starts from. The
+/// pool actor is the only user: it produces into to_worker and consumes
+/// to_supervisor.
 
 #include <sys/types.h>
 
@@ -43,17 +46,17 @@ struct worker_template {
 /// know, a launcher that does not start).
 outcome<worker_template> prepare_worker_template(const pool_config& cfg);
 
-class worker_channel {
+class pool_worker {
 public:
   /// Creates the segment and doorbells and starts castellan-worker with them.
-  static outcome<std::unique_ptr<worker_channel>> start(uint64_t id, const pool_config& cfg,
+  static outcome<std::unique_ptr<pool_worker>> start(uint64_t id, const pool_config& cfg,
                                                         const worker_template& tpl);
 
-  worker_channel(const worker_channel&) = delete;
-  worker_channel& operator=(const worker_channel&) = delete;
+  pool_worker(const pool_worker&) = delete;
+  pool_worker& operator=(const pool_worker&) = delete;
   /// Kills and reaps the process if that has not happened yet: no worker
   /// outlives its channel.
-  ~worker_channel();
+  ~pool_worker();
 
   uint64_t id() const noexcept { return id_; }
   pid_t pid() const noexcept { return pid_; }
@@ -125,7 +128,7 @@ public:
   uint32_t to_supervisor_used() const noexcept { return reader_.used_bytes(); }
 
 private:
-  worker_channel(uint64_t id, ipc::segment seg, ipc::doorbell to_worker,
+  pool_worker(uint64_t id, ipc::segment seg, ipc::doorbell to_worker,
                  ipc::doorbell to_supervisor);
 
   uint64_t id_;

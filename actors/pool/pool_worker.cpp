@@ -1,4 +1,4 @@
-#include "actors/pool/worker_channel.hpp"
+#include "actors/pool/pool_worker.hpp"
 
 #include <fcntl.h>
 #include <signal.h>
@@ -156,7 +156,7 @@ std::optional<uint64_t> read_cgroup_value(int fd, const char* key) noexcept {
 
 } // namespace
 
-worker_channel::worker_channel(uint64_t id, ipc::segment seg, ipc::doorbell to_worker,
+pool_worker::pool_worker(uint64_t id, ipc::segment seg, ipc::doorbell to_worker,
                                ipc::doorbell to_supervisor)
   : id_(id),
     segment_(std::move(seg)),
@@ -211,7 +211,7 @@ outcome<worker_template> prepare_worker_template(const pool_config& cfg) {
   return tpl;
 }
 
-outcome<std::unique_ptr<worker_channel>> worker_channel::start(uint64_t id,
+outcome<std::unique_ptr<pool_worker>> pool_worker::start(uint64_t id,
                                                                const pool_config& cfg,
                                                                const worker_template& tpl) {
   const std::string what = "worker " + std::to_string(id);
@@ -224,7 +224,7 @@ outcome<std::unique_ptr<worker_channel>> worker_channel::start(uint64_t id,
   auto to_supervisor = ipc::doorbell::create();
   if (!to_supervisor)
     return to_supervisor.error().wrap(what);
-  std::unique_ptr<worker_channel> ch(new worker_channel(
+  std::unique_ptr<pool_worker> ch(new pool_worker(
     id, std::move(*seg), std::move(*to_worker), std::move(*to_supervisor)));
 
   unique_fd devnull(::open("/dev/null", O_RDWR | O_CLOEXEC));
@@ -391,7 +391,7 @@ outcome<std::unique_ptr<worker_channel>> worker_channel::start(uint64_t id,
   return ch;
 }
 
-outcome<void> worker_channel::send(ipc::message_type type, uint32_t request_id,
+outcome<void> pool_worker::send(ipc::message_type type, uint32_t request_id,
                                    std::string_view payload) {
   if (type == ipc::message_type::code || type == ipc::message_type::command)
     begin_exec();
@@ -407,7 +407,7 @@ outcome<void> worker_channel::send(ipc::message_type type, uint32_t request_id,
   return to_worker_.ring();
 }
 
-ipc::read_result worker_channel::receive() {
+ipc::read_result pool_worker::receive() {
   auto rd = reader_.read();
   if (rd.status == ipc::ring_status::ok && rd.value.type == ipc::message_type::ready &&
       !enforcement_.empty())
@@ -415,7 +415,7 @@ ipc::read_result worker_channel::receive() {
   return rd;
 }
 
-void worker_channel::note_ready(std::string_view payload) {
+void pool_worker::note_ready(std::string_view payload) {
   auto whole = nlohmann::json::parse(enforcement_, nullptr, false);
   const auto ready = nlohmann::json::parse(payload, nullptr, false);
   if (whole.is_discarded() || !whole.is_object())
@@ -433,7 +433,7 @@ void worker_channel::note_ready(std::string_view payload) {
   enforcement_ = whole.dump();
 }
 
-void worker_channel::begin_exec() noexcept {
+void pool_worker::begin_exec() noexcept {
   if (!cgroup_)
     return;
   if (auto base = read_cgroup_value(oom_fd_.get(), "oom_kill"))
@@ -445,7 +445,7 @@ void worker_channel::begin_exec() noexcept {
     cpu_base_us_ = cgroup_v2_ ? *cpu : *cpu / 1000;
 }
 
-resource_usage worker_channel::exec_usage() const noexcept {
+resource_usage pool_worker::exec_usage() const noexcept {
   resource_usage u;
   if (!cgroup_)
     return u;
@@ -458,23 +458,23 @@ resource_usage worker_channel::exec_usage() const noexcept {
   return u;
 }
 
-std::optional<uint64_t> worker_channel::tasks() const noexcept {
+std::optional<uint64_t> pool_worker::tasks() const noexcept {
   return read_cgroup_value(pids_fd_.get(), nullptr);
 }
 
-bool worker_channel::oom_killed() const noexcept {
+bool pool_worker::oom_killed() const noexcept {
   auto now = read_cgroup_value(oom_fd_.get(), "oom_kill");
   return now && *now > oom_base_;
 }
 
-worker_channel::~worker_channel() {
+pool_worker::~pool_worker() {
   if (reaped_ || !pidfd_)
     return;
   kill();
   (void)platform::pidfd_reap(pidfd_.get());
 }
 
-platform::worker_kill_report worker_channel::kill() noexcept {
+platform::worker_kill_report pool_worker::kill() noexcept {
   if (reaped_ || pid_ <= 0)
     return {};
   // SIGKILL to castellan-worker, the init of the sandbox's pid namespace,
@@ -489,7 +489,7 @@ platform::worker_kill_report worker_channel::kill() noexcept {
   return platform::kill_worker_tree(target);
 }
 
-std::string worker_channel::reap() noexcept {
+std::string pool_worker::reap() noexcept {
   if (reaped_)
     return "already reaped";
   auto st = platform::pidfd_try_reap(pidfd_.get());

@@ -1,6 +1,6 @@
 #pragma once
 
-/// @file result.hpp
+/// @file outcome.hpp
 /// The error value of castellan's CAF-free layers (ipc, platform, the policy
 /// engine): an errno (or 0) plus a message that names what failed and where,
 /// wrapped with more context on the way up. Actors turn it into `caf::error`.
