@@ -30,11 +30,14 @@ struct exec_started {
   uint64_t code_size = 0;        ///< bytes of code, code mode
   std::vector<std::string> argv; ///< command mode; empty in code mode
   int64_t timestamp_ns = 0;      ///< CLOCK_REALTIME; 0: the audit actor stamps it
+  /// The revision of `policy` the exec runs under (the policy actor's count
+  /// of its reloads); 0 when the policy has none (built in, a request's own).
+  uint64_t policy_revision = 0;
 };
 
 template <class Inspector> typename Inspector::result_type inspect(Inspector& f, exec_started& x) {
   return f(caf::meta::type_name("exec_started"), x.exec_id, x.pool, x.worker_id, x.policy,
-           x.code_sha256, x.code_size, x.argv, x.timestamp_ns);
+           x.code_sha256, x.code_size, x.argv, x.timestamp_ns, x.policy_revision);
 }
 
 /// An exec ended, however it ended. A `timeout`, `oom` or `worker_lost` error
@@ -51,11 +54,12 @@ struct exec_finished {
   resource_usage usage;
   std::string detail;       ///< castellan's explanation (exec_result::detail)
   int64_t timestamp_ns = 0; ///< CLOCK_REALTIME; 0: the audit actor stamps it
+  uint64_t policy_revision = 0; ///< as exec_started::policy_revision
 };
 
 template <class Inspector> typename Inspector::result_type inspect(Inspector& f, exec_finished& x) {
   return f(caf::meta::type_name("exec_finished"), x.exec_id, x.pool, x.worker_id, x.policy, x.error,
-           x.exit_code, x.timing, x.usage, x.detail, x.timestamp_ns);
+           x.exit_code, x.timing, x.usage, x.detail, x.timestamp_ns, x.policy_revision);
 }
 
 /// A policy decision worth recording (`event.kind` is `syscall_denied`,

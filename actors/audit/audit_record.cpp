@@ -111,6 +111,7 @@ audit_record encode(const exec_started& x, uint64_t seq, int64_t now_ns) {
   const auto ts = stamp(x.timestamp_ns, now_ns);
   auto j = head(kind_of(x), ts, seq);
   exec_fields(j, x.exec_id, x.pool, x.worker_id, x.policy);
+  j["policy_revision"] = x.policy_revision;
   if (x.argv.empty()) {
     j["mode"] = "code";
     j["code_sha256"] = x.code_sha256;
@@ -126,6 +127,7 @@ audit_record encode(const exec_finished& x, uint64_t seq, int64_t now_ns) {
   const auto ts = stamp(x.timestamp_ns, now_ns);
   auto j = head(kind_of(x), ts, seq);
   exec_fields(j, x.exec_id, x.pool, x.worker_id, x.policy);
+  j["policy_revision"] = x.policy_revision;
   j["error"] = to_string(x.error);
   j["exit_code"] = x.exit_code;
   j["queue_us"] = x.timing.queue_us;

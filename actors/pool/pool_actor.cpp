@@ -79,6 +79,11 @@ struct pending_exec {
   std::string tightening_report;
   /// The harness could not start the COMMAND's program (RESULT's exec_error).
   std::optional<harness_exec_error> exec_error;
+  /// The policy it runs under, as audit names it, and that policy's
+  /// revision: the pool's current one at admission, the worker's generation's
+  /// once dispatched (see name_policy).
+  std::string policy;
+  uint64_t policy_revision = 0;
 };
 
 /// One version of what the pool's workers start from: the config its policy
@@ -198,14 +203,23 @@ void count(pool_ptr self, const char* metric) {
     self->send(cfg.telemetry, counter_increment{metric, {{"pool", cfg.name}}, 1});
 }
 
-/// The policy an exec ran under, as audit names it: the request's own
-/// (a tightened exec), else the pool's.
-const std::string& policy_of(pool_ptr self, const exec_request& req) {
-  return req.policy_name.empty() ? self->state.cfg.policy_name : req.policy_name;
+/// Names the policy `p` runs under in `cfg` (the config of the generation
+/// that runs it): the request's own (a tightened exec), without a revision,
+/// else the pool's, with the revision in force in that generation.
+void name_policy(pending_exec& p, const exec_request& req, const pool_config& cfg) {
+  if (!req.policy_name.empty()) {
+    p.policy = req.policy_name;
+    p.policy_revision = 0;
+    return;
+  }
+  p.policy = cfg.policy_name;
+  p.policy_revision = cfg.policy ? cfg.policy->revision() : 0;
 }
 
 /// Tells telemetry and audit how an exec ended.
-void observe(pool_ptr self, const exec_result& r, const std::string& policy) {
+void observe(pool_ptr self, const pending_exec& p) {
+  const auto& r = p.result;
+  const auto& policy = p.policy;
   const auto& cfg = self->state.cfg;
   if (cfg.telemetry)
     self->send(cfg.telemetry,
@@ -217,7 +231,7 @@ void observe(pool_ptr self, const exec_result& r, const std::string& policy) {
                security_event{r.exec_id, cfg.name, r.worker_id, policy, e});
   post_audit(self, cfg.audit, self->state.credits,
              exec_finished{r.exec_id, cfg.name, r.worker_id, policy, r.error, r.exit_code, r.timing,
-                           r.usage, r.detail, now_ns()});
+                           r.usage, r.detail, now_ns(), p.policy_revision});
 }
 
 void remember_finished(pool_ptr self, uint64_t exec_id) {
@@ -235,7 +249,7 @@ void finish(pool_ptr self, pending_exec& p) {
   if (p.serial != 0 && self->state.events)
     self->state.events->disarm_deadline(p.serial);
   p.result.timing.run_us = micros(clock_type::now() - p.dispatched);
-  observe(self, p.result, policy_of(self, p.req));
+  observe(self, p);
   remember_finished(self, p.result.exec_id);
   p.rp.deliver(std::move(p.result));
   ++self->state.completed;
@@ -250,7 +264,7 @@ void refuse(pool_ptr self, pending_exec& p, error_class cls, std::string detail,
   p.result.exit_code = exit_code;
   p.result.detail = std::move(detail);
   p.result.timing.queue_us = micros(clock_type::now() - p.arrived);
-  observe(self, p.result, policy_of(self, p.req));
+  observe(self, p);
   remember_finished(self, p.result.exec_id);
   p.rp.deliver(std::move(p.result));
 }
@@ -375,6 +389,8 @@ void start_exec(pool_ptr self, uint64_t id, worker_slot& slot, pending_exec p) {
   p.dispatched = clock_type::now();
   p.result.timing.queue_us = micros(p.dispatched - p.arrived);
   p.result.worker_id = id;
+  if (slot.gen)
+    name_policy(p, p.req, slot.gen->cfg);
   p.request_id = slot.next_request_id++;
   // egress: connections the code opens are recorded under this exec.
   slot.ch->set_exec(p.req.exec_id);
@@ -406,9 +422,10 @@ void start_exec(pool_ptr self, uint64_t id, worker_slot& slot, pending_exec p) {
   if (const auto& cfg = self->state.cfg; cfg.audit) {
     const bool code_mode = p.req.argv.empty();
     post_audit(self, cfg.audit, self->state.credits,
-               exec_started{p.req.exec_id, cfg.name, id, policy_of(self, p.req),
+               exec_started{p.req.exec_id, cfg.name, id, p.policy,
                             code_mode ? sha256_hex(p.req.code) : std::string{},
-                            code_mode ? p.req.code.size() : 0, p.req.argv, now_ns()});
+                            code_mode ? p.req.code.size() : 0, p.req.argv, now_ns(),
+                            p.policy_revision});
   }
   slot.current = std::move(p);
   slot.state = worker_state::running;
@@ -702,7 +719,7 @@ outcome<void> on_frame(pool_ptr self, uint64_t id, worker_slot& slot, ipc::frame
         // with less than it asked for.
         current.result.error = error_class::worker_lost;
         current.result.has_exception = false;
-        current.result.detail = "request policy '" + policy_of(self, current.req) +
+        current.result.detail = "request policy '" + current.policy +
                                 "' could not be applied to the exec's process, so its code "
                                 "did not run: " +
                                 *extras.refused;
@@ -874,7 +891,7 @@ void on_policy_event(pool_ptr self, uint64_t id, policy_event ev) {
     post_audit(
         self, st.cfg.audit, st.credits,
         security_event{running ? it->second.current->result.exec_id : 0, st.cfg.name, id,
-                       running ? policy_of(self, it->second.current->req) : st.cfg.policy_name,
+                       running ? it->second.current->policy : st.cfg.policy_name,
                        std::move(ev)});
 }
 
@@ -996,6 +1013,7 @@ pool_internal_actor::behavior_type pool_impl(pool_ptr self, pool_config base,
       if (req.exec_id == 0)
         req.exec_id = s.next_exec_id++;
       p.result.exec_id = req.exec_id;
+      name_policy(p, req, s.cfg);
       if (auto why = too_large(s.cfg, req); !why.empty()) {
         refuse(self, p, error_class::limit_exceeded, std::move(why));
         return p.rp;

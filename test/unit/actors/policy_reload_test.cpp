@@ -338,6 +338,24 @@ BOOST_AUTO_TEST_CASE(an_edit_reaches_new_execs_running_ones_finish_under_the_old
   // Nothing was lost: every exec was answered, no worker died under one.
   BOOST_TEST(last.lost == 0u);
   BOOST_TEST(last.completed == 3u);
+
+  // The audit log says which revision each exec ran under: the one that
+  // started before the edit under the first, the later ones under the edit.
+  auto revision_of = [&](uint64_t exec_id, const char* kind) {
+    auto rec = wait_for_record(
+        log,
+        [&](const nlohmann::json& j) {
+          return j.value("kind", "") == kind && j.value("exec_id", uint64_t{0}) == exec_id;
+        },
+        60s);
+    BOOST_TEST(rec.value("policy", "") == "p");
+    return rec.value("policy_revision", uint64_t{0});
+  };
+  BOOST_TEST(revision_of(old_run.exec_id, "exec_start") == before.policy_revision);
+  BOOST_TEST(revision_of(old_run.exec_id, "exec_end") == before.policy_revision);
+  BOOST_TEST(revision_of(new_run.exec_id, "exec_start") == after.policy_revision);
+  BOOST_TEST(revision_of(new_run.exec_id, "exec_end") == after.policy_revision);
+  BOOST_TEST(revision_of(still.exec_id, "exec_end") == after.policy_revision);
 }
 
 BOOST_AUTO_TEST_CASE(a_revision_the_pool_cannot_take_is_audited_and_the_old_one_stays) {

@@ -58,6 +58,7 @@ BOOST_AUTO_TEST_CASE(exec_start_fields) {
   BOOST_TEST(j["pool"] == "default");
   BOOST_TEST(j["worker_id"] == 3);
   BOOST_TEST(j["policy"] == "strict");
+  BOOST_TEST(j["policy_revision"] == 4);
   BOOST_TEST(j["mode"] == "code");
   BOOST_TEST(j["code_sha256"] == std::string(64, 'a'));
   BOOST_TEST(j["code_size"] == 17);
@@ -90,6 +91,7 @@ BOOST_AUTO_TEST_CASE(exec_end_and_its_always_on_classes) {
     BOOST_TEST(j["cpu_us"] == 2100);
     BOOST_TEST(j["peak_memory_bytes"] == 12 << 20);
     BOOST_TEST(j["detail"] == "detail text");
+    BOOST_TEST(j["policy_revision"] == 4);
     BOOST_TEST(j["exec_id"] == 42);
     BOOST_TEST(j["worker_id"] == 3);
   }

@@ -46,6 +46,7 @@ inline exec_started sample_started() {
   x.code_sha256 = std::string(64, 'a');
   x.code_size = 17;
   x.timestamp_ns = 1'763'769'241'123'456'789;
+  x.policy_revision = 4;
   return x;
 }
 
@@ -61,6 +62,7 @@ inline exec_finished sample_finished(error_class cls) {
   x.usage = {2100, 12 << 20};
   x.detail = "detail text";
   x.timestamp_ns = 1'763'769'241'223'456'789;
+  x.policy_revision = 4;
   return x;
 }
 
