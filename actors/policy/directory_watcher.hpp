@@ -2,7 +2,10 @@
 
 /// @file directory_watcher.hpp
 /// Watches a policy directory with inotify on a dedicated thread and reports
-/// each policy file that was written, renamed into place or removed. The
+/// each policy file that was written, renamed into place, linked or removed,
+/// and asks for a rescan when another name is linked or renamed in (a
+/// Kubernetes ConfigMap volume: policy files are links through `..data`,
+/// which an update swaps to a new directory). The
 /// thread owns the inotify fd and blocks in poll(2) on it and on a wake
 /// eventfd; destroying the watcher signals the eventfd and joins the thread.
 /// CAF-free: the policy actor's callback forwards events with caf::anon_send.
@@ -34,10 +37,12 @@ public:
   directory_watcher& operator=(const directory_watcher&) = delete;
 
 private:
-  directory_watcher(unique_fd inotify, unique_fd wake, callback cb);
+  directory_watcher(unique_fd inotify, unique_fd dir, unique_fd wake, callback cb);
   void run();
+  bool is_symlink(const std::string& name) const;
 
   unique_fd inotify_;
+  unique_fd dir_; ///< O_PATH: the watched directory
   unique_fd wake_;
   callback cb_;
   std::thread thread_;

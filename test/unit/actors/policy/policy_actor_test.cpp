@@ -219,6 +219,38 @@ BOOST_AUTO_TEST_CASE(hot_reload_publishes_new_snapshot) {
   BOOST_CHECK(current.policy.get() == second.snapshot.policy.get());
 }
 
+BOOST_AUTO_TEST_CASE(a_configmap_style_swap_of_linked_files_is_a_reload) {
+  // A Kubernetes ConfigMap volume: each policy file is a link through
+  // `..data`, a link to a timestamped directory; an update writes a new
+  // directory and renames a new `..data` over the old one. No policy file
+  // itself changes, so only the swap says that something did.
+  temp_dir d;
+  auto version = [&](const std::string& dir_name, const std::string& link_name,
+                     const char* text) {
+    fs::create_directory(d.path / dir_name);
+    std::ofstream{d.path / dir_name / "tiny.json"} << text;
+    fs::create_directory_symlink(dir_name, d.path / link_name);
+  };
+  version("..2026_11_26_01", "..data", tiny_policy);
+  fs::create_symlink("..data/tiny.json", d.path / "tiny.json");
+  auto a = spawn(d.str(), true);
+  subscribe(a);
+  const auto first = ask<policy_snapshot>(a, policy_get_atom::value, std::string{"tiny"});
+  BOOST_REQUIRE(first.policy);
+  BOOST_CHECK(first.policy->check_fs("/data/x", write_file).verdict == policy::action::deny);
+  // The update, as the kubelet makes it.
+  version("..2026_11_26_02", "..data_tmp", tiny_policy_v2);
+  fs::rename(d.path / "..data_tmp", d.path / "..data");
+  const auto second = await<policy_updated>("tiny");
+  BOOST_CHECK_GT(second.revision, first.policy->revision());
+  BOOST_CHECK(second.snapshot->check_fs("/data/x", write_file).verdict == policy::action::allow);
+  // A key added later is a new link, with no write to its name.
+  std::ofstream{d.path / "..2026_11_26_02" / "more.json"} << tiny_policy;
+  fs::create_symlink("..data/more.json", d.path / "more.json");
+  const auto more = await<policy_updated>("more");
+  BOOST_REQUIRE(more.snapshot);
+}
+
 BOOST_AUTO_TEST_CASE(invalid_reload_keeps_old_policy) {
   temp_dir d;
   d.write("tiny.json", tiny_policy);
