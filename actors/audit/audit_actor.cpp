@@ -29,7 +29,8 @@ struct subscriber_info {
 /// A producer that joined the flow control (audit_credits.hpp).
 struct producer_info {
   audit_producer hdl;
-  uint64_t owed = 0; ///< its events handled whose credits it has not had back
+  uint64_t window = 1; ///< what it was granted (a reconfiguration does not change it)
+  uint64_t owed = 0;   ///< its events handled whose credits it has not had back
 };
 
 struct audit_state {
@@ -81,13 +82,15 @@ void schedule_tick(audit_pointer self) {
 // -- producers' credits ----------------------------------------------------------
 
 /// Credits go back in batches, not one message per event: a sixteenth of the
-/// window, so a producer never waits on a batch that has not filled.
-uint64_t credit_batch(const audit_config& cfg) {
-  return std::max<uint64_t>(cfg.producer_window / 16, 1);
+/// producer's window, so it never waits on a batch that has not filled.
+uint64_t credit_batch(const producer_info& p) {
+  return std::max<uint64_t>(p.window / 16, 1);
 }
 
+/// Any sink falling behind: the file, or stdout/stderr (a slow log pipe).
 bool congested(const audit_state& st) {
-  return st.file && st.file->congested();
+  return (st.file && st.file->congested()) || (st.out && st.out->congested()) ||
+         (st.err && st.err->congested());
 }
 
 // While the writer queue is congested, credits stay here; a short timer
@@ -131,7 +134,7 @@ void owe_sender(audit_pointer self) {
   auto i = st.producers.find(caf::actor_cast<caf::actor_addr>(sender));
   if (i == st.producers.end())
     return;
-  if (++i->second.owed >= credit_batch(st.cfg))
+  if (++i->second.owed >= credit_batch(i->second))
     release(self, i->second);
 }
 
@@ -370,7 +373,7 @@ audit_internal_actor::behavior_type audit_impl(audit_pointer self, audit_config 
         auto i = s.subs.find(hdl.address());
         if (i == s.subs.end())
           return;
-        if (s.producers.count(hdl.address()) == 0) // the monitor serves both
+        if (s.producers.count(hdl.address()) == 0) // a producer's monitor stays
           self->demonitor(hdl);
         auto sub = std::move(i->second);
         s.subs.erase(i);
@@ -384,16 +387,22 @@ audit_internal_actor::behavior_type audit_impl(audit_pointer self, audit_config 
         release_all(self);
         return make_stats(self);
       },
-      [=](audit_join_atom, audit_producer& hdl) -> uint64_t {
+      [=](audit_join_atom) -> uint64_t {
+        // The producer is the sender itself, never a handle it names: credits
+        // go back to whoever spent them, and to nobody else.
         auto& s = self->state;
+        const uint64_t window = std::max<uint32_t>(s.cfg.producer_window, 1);
+        auto hdl = caf::actor_cast<audit_producer>(self->current_sender());
         if (hdl) {
           auto& p = s.producers[hdl.address()];
           if (!p.hdl) {
             self->monitor(hdl);
             p.hdl = std::move(hdl);
+            p.window = window;
           }
+          return p.window;
         }
-        return std::max<uint32_t>(s.cfg.producer_window, 1);
+        return window;
       },
       [=](audit_tick_atom) {
         self->state.tick_pending = false;

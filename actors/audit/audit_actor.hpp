@@ -41,10 +41,11 @@ using audit_actor =
                      // reports pending drops, then waits until every record so far is written
                      // (and synced, per the fsync policy)
                      caf::replies_to<audit_flush_atom>::with<audit_stats>,
-                     // joins the flow control; the answer is the producer's window
-                     // (audit_config::producer_window). Events the producer sent before
-                     // joining are not credited; send nothing before the join.
-                     caf::replies_to<audit_join_atom, audit_producer>::with<uint64_t>>;
+                     // the sender joins the flow control as a producer (it must
+                     // handle audit_credit_atom); the answer is its window
+                     // (audit_config::producer_window). Events it sent before joining
+                     // are not credited: send nothing before the join.
+                     caf::replies_to<audit_join_atom>::with<uint64_t>>;
 
 /// The audit actor's whole interface: the public one plus its own timers,
 /// which only it sends: the periodic report, and the retry of credits held

@@ -124,8 +124,9 @@ uint64_t file_sink::queued() const {
 }
 
 bool file_sink::congested() const {
-  const uint64_t cap = std::max<uint32_t>(cfg_.queue_records, 1);
-  return queued() * 4 >= cap * 3;
+  const uint64_t records = std::max<uint32_t>(cfg_.queue_records, 1);
+  std::lock_guard<std::mutex> lk(mtx_);
+  return queue_.size() * 4 >= records * 3 || queued_bytes_ * 4 >= cfg_.queue_bytes * 3;
 }
 
 void file_sink::run() {

@@ -72,7 +72,8 @@ public:
   /// Lines waiting in the queue now.
   uint64_t queued() const;
 
-  /// True when the queue is at least three quarters full: the audit actor
+  /// True when the queue is at least three quarters full, in records or in
+  /// bytes: the audit actor
   /// then withholds its producers' credits (audit_credits.hpp) so that they
   /// hold new work back before pushes start to block.
   bool congested() const;

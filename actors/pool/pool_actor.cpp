@@ -84,6 +84,9 @@ struct pending_exec {
   /// once dispatched (see name_policy).
   std::string policy;
   uint64_t policy_revision = 0;
+  /// Security events beyond the result's limit that the audit could not
+  /// take either (its window was spent): counted here, named in the result.
+  uint64_t events_unrecorded = 0;
 };
 
 /// One version of what the pool's workers start from: the config its policy
@@ -169,6 +172,9 @@ struct pool_state {
   /// The events this pool may have unhandled at the audit actor; spent, new
   /// requests are answered `busy` (audit_credits.hpp).
   audit_credits credits;
+  /// Why the audit cannot take events at all (its actor is down, the join
+  /// failed); non-empty: no new exec is admitted.
+  std::string audit_down;
   // Declared last, destroyed first: the thread is joined before the worker
   // fds it polls are closed.
   std::unique_ptr<worker_event_source> events;
@@ -216,15 +222,15 @@ void name_policy(pending_exec& p, const exec_request& req, const pool_config& cf
   p.policy_revision = cfg.policy ? cfg.policy->revision() : 0;
 }
 
-/// Tells telemetry and audit how an exec ended.
-void observe(pool_ptr self, const pending_exec& p) {
+/// Tells telemetry and audit (unless `audited` is false) how an exec ended.
+void observe(pool_ptr self, const pending_exec& p, bool audited = true) {
   const auto& r = p.result;
   const auto& policy = p.policy;
   const auto& cfg = self->state.cfg;
   if (cfg.telemetry)
     self->send(cfg.telemetry,
                exec_observation{cfg.name, r.error, r.timing.queue_us, r.timing.run_us});
-  if (!cfg.audit)
+  if (!cfg.audit || !audited)
     return;
   for (const auto& e : r.events)
     post_audit(self, cfg.audit, self->state.credits,
@@ -249,22 +255,28 @@ void finish(pool_ptr self, pending_exec& p) {
   if (p.serial != 0 && self->state.events)
     self->state.events->disarm_deadline(p.serial);
   p.result.timing.run_us = micros(clock_type::now() - p.dispatched);
+  if (p.events_unrecorded > 0)
+    p.result.detail += (p.result.detail.empty() ? "" : "; ") +
+                       std::to_string(p.events_unrecorded) +
+                       " security events beyond the result's limit were not recorded: the "
+                       "audit log was behind";
   observe(self, p);
   remember_finished(self, p.result.exec_id);
   p.rp.deliver(std::move(p.result));
   ++self->state.completed;
 }
 
-/// Answers a request that never reached a worker.
+/// Answers a request that never reached a worker; audited unless `audited`
+/// is false.
 void refuse(pool_ptr self, pending_exec& p, error_class cls, std::string detail,
-            int32_t exit_code = refused_exit_code) {
+            int32_t exit_code = refused_exit_code, bool audited = true) {
   if (p.serial != 0 && self->state.events)
     self->state.events->disarm_deadline(p.serial);
   p.result.error = cls;
   p.result.exit_code = exit_code;
   p.result.detail = std::move(detail);
   p.result.timing.queue_us = micros(clock_type::now() - p.arrived);
-  observe(self, p);
+  observe(self, p, audited);
   remember_finished(self, p.result.exec_id);
   p.rp.deliver(std::move(p.result));
 }
@@ -887,12 +899,23 @@ void on_policy_event(pool_ptr self, uint64_t id, policy_event ev) {
     it->second.current->result.events.push_back(std::move(ev));
     return;
   }
-  if (st.cfg.audit)
-    post_audit(
-        self, st.cfg.audit, st.credits,
-        security_event{running ? it->second.current->result.exec_id : 0, st.cfg.name, id,
-                       running ? it->second.current->policy : st.cfg.policy_name,
-                       std::move(ev)});
+  if (!st.cfg.audit)
+    return;
+  if (st.credits.exhausted() || !st.audit_down.empty()) {
+    // A flood of denials (code looping on a refused call) must not grow the
+    // audit's mailbox past the pool's window: counted, not sent. The exec's
+    // result and its exec_end record say how many.
+    if (running)
+      ++it->second.current->events_unrecorded;
+    if (st.cfg.telemetry)
+      self->send(st.cfg.telemetry,
+                 counter_increment{metric_names::audit_dropped, {{"sink", "pool"}}, 1});
+    return;
+  }
+  post_audit(self, st.cfg.audit, st.credits,
+             security_event{running ? it->second.current->result.exec_id : 0, st.cfg.name, id,
+                            running ? it->second.current->policy : st.cfg.policy_name,
+                            std::move(ev)});
 }
 
 void on_optimistic_violation(pool_ptr self, optimistic_violation& v) {
@@ -950,13 +973,24 @@ pool_internal_actor::behavior_type pool_impl(pool_ptr self, pool_config base,
     st.listeners.push_back(st.base.listener);
   // Join the audit's flow control before anything is audited: events sent
   // before the join would never be credited back.
-  if (st.cfg.audit)
-    self->request(st.cfg.audit, caf::infinite, audit_join_atom::value, audit_producer{self})
+  // Without the audit, the pool admits nothing it could not record.
+  if (st.cfg.audit) {
+    self->monitor(st.cfg.audit);
+    self->set_down_handler([=](caf::down_msg& dm) {
+      auto& s = self->state;
+      if (dm.source != s.cfg.audit.address() || !s.audit_down.empty())
+        return;
+      s.audit_down = "the audit actor is down (" + self->system().render(dm.reason) + ")";
+      spdlog::error("pool {}: {}: no new exec is admitted", s.cfg.name, s.audit_down);
+    });
+    self->request(st.cfg.audit, caf::infinite, audit_join_atom::value)
       .then([=](uint64_t window) { self->state.credits.set_window(window); },
             [=](caf::error& err) {
-              spdlog::error("pool {}: joining the audit: {}", self->state.cfg.name,
-                            self->system().render(err));
+              auto& s = self->state;
+              s.audit_down = "joining the audit failed (" + self->system().render(err) + ")";
+              spdlog::error("pool {}: {}: no new exec is admitted", s.cfg.name, s.audit_down);
             });
+  }
   auto gen = make_generation(std::move(applied), 1);
   auto events = gen ? worker_event_source::start(caf::actor_cast<caf::strong_actor_ptr>(self))
                     : outcome<std::unique_ptr<worker_event_source>>(gen.error());
@@ -1022,10 +1056,20 @@ pool_internal_actor::behavior_type pool_impl(pool_ptr self, pool_config base,
         refuse(self, p, error_class::worker_lost, "pool " + s.cfg.name + " is shutting down");
         return p.rp;
       }
+      // Refusals for the audit's sake are not audited one by one (each would
+      // be one more event for the audit that is behind); telemetry counts
+      // them as busy execs.
+      if (!s.audit_down.empty()) {
+        refuse(self, p, error_class::busy,
+               s.audit_down + "; pool " + s.cfg.name + " admits no exec it could not record",
+               refused_exit_code, false);
+        return p.rp;
+      }
       if (s.credits.exhausted()) {
         refuse(self, p, error_class::busy,
                "the audit log is falling behind; pool " + s.cfg.name +
-                 " admits new requests once it catches up");
+                 " admits new requests once it catches up",
+               refused_exit_code, false);
         return p.rp;
       }
       if (s.queue.size() >= s.cfg.queue_limit) {
@@ -1106,7 +1150,11 @@ pool_internal_actor::behavior_type pool_impl(pool_ptr self, pool_config base,
                  ring_fill{s.cfg.name, "from_worker", from_worker, s.cfg.ring_capacity});
       self->delayed_send(self, gauge_interval, gauge_tick_atom::value);
     },
-    [=](audit_credit_atom, uint64_t n) { self->state.credits.returned(n); },
+    [=](audit_credit_atom, uint64_t n) {
+      // From the audit actor only: anyone else could reset the count.
+      if (self->current_sender() == caf::actor_cast<caf::strong_actor_ptr>(self->state.cfg.audit))
+        self->state.credits.returned(n);
+    },
     [=](refill_atom) {
       self->state.refill_scheduled = false;
       refill(self);

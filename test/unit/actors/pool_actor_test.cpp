@@ -178,6 +178,28 @@ BOOST_AUTO_TEST_CASE(a_stalled_audit_log_makes_the_pool_answer_busy_until_it_dra
   drain.join();
 }
 
+BOOST_AUTO_TEST_CASE(without_its_audit_actor_a_pool_admits_nothing) {
+  // An exec the audit cannot record is not run: the pool says why, instead
+  // of counting credits that will never come back.
+  test::temp_dir dir;
+  audit_config ac;
+  ac.enabled = true;
+  ac.events = {"*"};
+  ac.file.path = dir.file("audit.jsonl");
+  auto audit = spawn_audit(sys, ac);
+  BOOST_REQUIRE(audit);
+  auto pc = test_pool(1);
+  pc.audit = *audit;
+  auto pool = make(pc);
+  BOOST_TEST((exec_code(pool, "pass").error == error_class::ok));
+  caf::anon_send_exit(*audit, caf::exit_reason::user_shutdown);
+  self->wait_for(*audit);
+  auto r = exec_code(pool, "print('unrecorded')");
+  BOOST_TEST((r.error == error_class::busy));
+  BOOST_TEST(r.stdout_data.empty());
+  BOOST_TEST(r.detail.find("the audit actor is down") != std::string::npos, r.detail);
+}
+
 BOOST_AUTO_TEST_CASE(deadline_kills_the_worker_and_the_pool_recovers) {
   auto pool = make(test_pool(1));
   auto first = exec_code(pool, "pass");

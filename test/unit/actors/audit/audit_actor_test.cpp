@@ -343,7 +343,7 @@ void take_credits(caf::scoped_actor& self, audit_credits& credits, bool wait) {
 // Joins `a` as a producer: the window it grants.
 uint64_t join(caf::scoped_actor& self, const audit_actor& a) {
   uint64_t window = 0;
-  self->request(a, 10s, audit_join_atom::value, caf::actor_cast<audit_producer>(self))
+  self->request(a, 10s, audit_join_atom::value)
       .receive([&](uint64_t w) { window = w; },
                [&](caf::error& err) { BOOST_FAIL("join failed: " << to_string(err)); });
   return window;
