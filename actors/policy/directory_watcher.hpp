@@ -5,7 +5,9 @@
 /// each policy file that was written, renamed into place, linked or removed,
 /// and asks for a rescan when another name is linked or renamed in (a
 /// Kubernetes ConfigMap volume: policy files are links through `..data`,
-/// which an update swaps to a new directory). The
+/// which an update swaps to a new directory). When the directory itself is
+/// removed or moved, its path is watched again (a directory reached through
+/// such a link), every second until it names a directory. The
 /// thread owns the inotify fd and blocks in poll(2) on it and on a wake
 /// eventfd; destroying the watcher signals the eventfd and joins the thread.
 /// CAF-free: the policy actor's callback forwards events with caf::anon_send.
@@ -37,12 +39,17 @@ public:
   directory_watcher& operator=(const directory_watcher&) = delete;
 
 private:
-  directory_watcher(unique_fd inotify, unique_fd dir, unique_fd wake, callback cb);
+  directory_watcher(unique_fd inotify, std::string path, unique_fd wake, callback cb);
+  /// Watches what `path_` names now (again after it was removed or moved).
+  outcome<void> watch();
   void run();
   bool is_symlink(const std::string& name) const;
+  /// A link, or a file with content (a hard link made into place).
+  bool has_content(const std::string& name) const;
 
   unique_fd inotify_;
-  unique_fd dir_; ///< O_PATH: the watched directory
+  std::string path_;
+  int wd_ = -1; ///< the watch; -1 while the path names no directory
   unique_fd wake_;
   callback cb_;
   std::thread thread_;

@@ -24,16 +24,23 @@ policy_error file_error(const std::string& path, std::string message) {
 
 // Reads a regular file of at most max_policy_bytes.
 validated<std::string> read_text(const std::string& path) {
-  // O_NONBLOCK: opening a FIFO named like a policy must not hang the loader
-  // (it is refused below as not a regular file).
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
-  if (fd < 0)
+  // The type is checked before the file is opened for reading: opening a
+  // device (a link to /dev/watchdog named like a policy) has effects of its
+  // own. O_PATH opens nothing; the read goes through that very inode.
+  const int path_fd = ::open(path.c_str(), O_PATH | O_CLOEXEC);
+  if (path_fd < 0)
     return file_error(path, std::string{"cannot open: "} + std::strerror(errno));
   struct stat st {};
-  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    ::close(fd);
+  if (::fstat(path_fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    ::close(path_fd);
     return file_error(path, "not a regular file");
   }
+  const std::string by_fd = "/proc/self/fd/" + std::to_string(path_fd);
+  // O_NONBLOCK: should the inode not be what fstat saw, never hang on it.
+  const int fd = ::open(by_fd.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+  ::close(path_fd);
+  if (fd < 0)
+    return file_error(path, std::string{"cannot open: "} + std::strerror(errno));
   std::string text;
   char buf[65536];
   for (;;) {

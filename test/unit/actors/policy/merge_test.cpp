@@ -3,7 +3,10 @@
 #include <boost/test/unit_test.hpp>
 
 #include <stdlib.h>
+#include <fcntl.h>
+#include <sys/inotify.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
@@ -225,6 +228,30 @@ BOOST_AUTO_TEST_CASE(extends_errors_name_the_broken_file) {
   auto piped = load_policy(via_pipe, d.str());
   BOOST_REQUIRE(!piped.has_value());
   BOOST_CHECK_EQUAL(piped.errors().front().message, "not a regular file");
+}
+
+BOOST_AUTO_TEST_CASE(a_file_that_is_not_regular_is_refused_without_being_opened) {
+  // Opening a device has effects of its own (a watchdog arms): the type is
+  // checked first. inotify reports every real open (IN_OPEN), and none of
+  // the loader's, of a FIFO behind a link named like a policy.
+  temp_dir d;
+  const auto fifo = d.path / "fifo";
+  BOOST_REQUIRE_EQUAL(::mkfifo(fifo.c_str(), 0600), 0);
+  std::filesystem::create_symlink(fifo, d.path / "device.json");
+  const int in = ::inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+  BOOST_REQUIRE(in >= 0);
+  BOOST_REQUIRE(::inotify_add_watch(in, fifo.c_str(), IN_OPEN) >= 0);
+  auto doc = load_policy((d.path / "device.json").string(), d.str());
+  BOOST_REQUIRE(!doc.has_value());
+  BOOST_CHECK_EQUAL(doc.errors().front().message, "not a regular file");
+  alignas(inotify_event) char buf[4096];
+  BOOST_CHECK_EQUAL(::read(in, buf, sizeof(buf)), -1); // no event: EAGAIN
+  // The check itself works: a real open is seen.
+  const int fd = ::open(fifo.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  BOOST_REQUIRE(fd >= 0);
+  BOOST_CHECK(::read(in, buf, sizeof(buf)) > 0);
+  ::close(fd);
+  ::close(in);
 }
 
 BOOST_AUTO_TEST_CASE(extends_cannot_loosen) {

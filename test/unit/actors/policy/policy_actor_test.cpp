@@ -251,6 +251,52 @@ BOOST_AUTO_TEST_CASE(a_configmap_style_swap_of_linked_files_is_a_reload) {
   BOOST_REQUIRE(more.snapshot);
 }
 
+BOOST_AUTO_TEST_CASE(a_directory_reached_through_a_swapped_link_is_followed_across_updates) {
+  // The ConfigMap's items under a subdirectory: the policy directory is
+  // `policies -> ..data/policies`, another directory after every update,
+  // and the kubelet removes the old one after each swap.
+  temp_dir d;
+  auto version = [&](const std::string& dir_name, const char* text) {
+    fs::create_directories(d.path / dir_name / "policies");
+    std::ofstream{d.path / dir_name / "policies" / "tiny.json"} << text;
+  };
+  auto swap_to = [&](const std::string& dir_name, const std::string& old_dir) {
+    fs::create_directory_symlink(dir_name, d.path / "..data_tmp");
+    fs::rename(d.path / "..data_tmp", d.path / "..data");
+    fs::remove_all(d.path / old_dir);
+  };
+  version("..v1", tiny_policy);
+  fs::create_directory_symlink("..v1", d.path / "..data");
+  fs::create_directory_symlink("..data/policies", d.path / "policies");
+  auto a = spawn((d.path / "policies").string(), true);
+  subscribe(a);
+  const auto first = ask<policy_snapshot>(a, policy_get_atom::value, std::string{"tiny"});
+  BOOST_REQUIRE(first.policy);
+  version("..v2", tiny_policy_v2);
+  swap_to("..v2", "..v1");
+  const auto second = await<policy_updated>("tiny");
+  BOOST_CHECK(second.snapshot->check_fs("/data/x", write_file).verdict == policy::action::allow);
+  // The second update is seen too: the watch followed the path.
+  version("..v3", tiny_policy);
+  swap_to("..v3", "..v2");
+  const auto third = await<policy_updated>("tiny");
+  BOOST_CHECK_GT(third.revision, second.revision);
+  BOOST_CHECK(third.snapshot->check_fs("/data/x", write_file).verdict == policy::action::deny);
+}
+
+BOOST_AUTO_TEST_CASE(a_policy_hard_linked_into_place_is_a_reload) {
+  // `ln staged.json dir/tiny.json` makes only IN_CREATE, with the content
+  // already there.
+  temp_dir d;
+  temp_dir staging;
+  auto a = spawn(d.str(), true);
+  subscribe(a);
+  std::ofstream{staging.path / "tiny.json"} << tiny_policy;
+  fs::create_hard_link(staging.path / "tiny.json", d.path / "tiny.json");
+  const auto got = await<policy_updated>("tiny");
+  BOOST_REQUIRE(got.snapshot);
+}
+
 BOOST_AUTO_TEST_CASE(invalid_reload_keeps_old_policy) {
   temp_dir d;
   d.write("tiny.json", tiny_policy);
