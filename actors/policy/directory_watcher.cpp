@@ -25,6 +25,34 @@ constexpr uint32_t watch_mask = IN_CLOSE_WRITE | IN_MOVED_TO | IN_MOVED_FROM | I
 
 } // namespace
 
+class directory_watcher::loop {
+public:
+  loop(unique_fd inotify, std::string path, unique_fd wake, callback cb)
+    : inotify_(std::move(inotify)), path_(std::move(path)), wake_(std::move(wake)),
+      cb_(std::move(cb)) {}
+
+  /// Watches what `path_` names now (again after it was removed or moved).
+  outcome<void> watch();
+  void run();
+  void wake() {
+    const uint64_t one = 1;
+    // A full eventfd counter (impossible here) would fail with EAGAIN; the
+    // thread is awake then anyway.
+    [[maybe_unused]] const auto n = ::write(wake_.get(), &one, sizeof(one));
+  }
+
+private:
+  bool is_symlink(const std::string& name) const;
+  /// A link, or a file with content (a hard link made into place).
+  bool has_content(const std::string& name) const;
+
+  unique_fd inotify_;
+  std::string path_;
+  int wd_ = -1; ///< the watch; -1 while the path names no directory
+  unique_fd wake_;
+  callback cb_;
+};
+
 outcome<std::unique_ptr<directory_watcher>> directory_watcher::start(const std::string& dir,
                                                                      callback cb) {
   unique_fd in{::inotify_init1(IN_NONBLOCK | IN_CLOEXEC)};
@@ -33,20 +61,29 @@ outcome<std::unique_ptr<directory_watcher>> directory_watcher::start(const std::
   unique_fd wake{::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)};
   if (!wake)
     return errno_failure("eventfd");
-  std::unique_ptr<directory_watcher> w{
-      new directory_watcher(std::move(in), dir, std::move(wake), std::move(cb))};
-  if (auto watched = w->watch(); !watched)
+  auto l = std::make_shared<loop>(std::move(in), dir, std::move(wake), std::move(cb));
+  if (auto watched = l->watch(); !watched)
     return watched.error();
-  w->thread_ = std::thread{[p = w.get()] { p->run(); }};
+  std::unique_ptr<directory_watcher> w{new directory_watcher(l)};
+  w->thread_ = std::thread{[l] { l->run(); }};
   return w;
 }
 
-directory_watcher::directory_watcher(unique_fd inotify, std::string path, unique_fd wake,
-                                     callback cb)
-    : inotify_(std::move(inotify)), path_(std::move(path)), wake_(std::move(wake)),
-      cb_(std::move(cb)) {}
+directory_watcher::~directory_watcher() {
+  loop_->wake();
+  if (!thread_.joinable())
+    return;
+  // The callback may drop the last reference to whoever owns this watcher
+  // (an actor whose state holds it): this destructor then runs on the
+  // watcher thread, which cannot join itself. It finishes on its own, with
+  // the loop it holds, once it is back from the callback.
+  if (thread_.get_id() == std::this_thread::get_id())
+    thread_.detach();
+  else
+    thread_.join();
+}
 
-outcome<void> directory_watcher::watch() {
+outcome<void> directory_watcher::loop::watch() {
   // The path is resolved again each time: a directory reached through a
   // link that is swapped (a ConfigMap's `policies -> ..data/policies`) is
   // another directory after each update.
@@ -60,27 +97,19 @@ outcome<void> directory_watcher::watch() {
 // Names are looked up by path, with no fd kept on the directory: an open fd
 // would hold back the IN_DELETE_SELF that says the directory was replaced.
 // What they find is a hint for when to rescan, never what is loaded.
-bool directory_watcher::is_symlink(const std::string& name) const {
+bool directory_watcher::loop::is_symlink(const std::string& name) const {
   struct stat st {};
   return ::lstat((path_ + "/" + name).c_str(), &st) == 0 && S_ISLNK(st.st_mode);
 }
 
-bool directory_watcher::has_content(const std::string& name) const {
+bool directory_watcher::loop::has_content(const std::string& name) const {
   struct stat st {};
   return ::lstat((path_ + "/" + name).c_str(), &st) == 0 &&
          (S_ISLNK(st.st_mode) || st.st_size > 0);
 }
 
-directory_watcher::~directory_watcher() {
-  const uint64_t one = 1;
-  // A full eventfd counter (impossible here) would fail with EAGAIN; the
-  // thread is awake then anyway.
-  [[maybe_unused]] const auto n = ::write(wake_.get(), &one, sizeof(one));
-  if (thread_.joinable())
-    thread_.join();
-}
 
-void directory_watcher::run() {
+void directory_watcher::loop::run() {
   alignas(inotify_event) char buf[16384];
   for (;;) {
     pollfd fds[2] = {{inotify_.get(), POLLIN, 0}, {wake_.get(), POLLIN, 0}};

@@ -39,19 +39,14 @@ public:
   directory_watcher& operator=(const directory_watcher&) = delete;
 
 private:
-  directory_watcher(unique_fd inotify, std::string path, unique_fd wake, callback cb);
-  /// Watches what `path_` names now (again after it was removed or moved).
-  outcome<void> watch();
-  void run();
-  bool is_symlink(const std::string& name) const;
-  /// A link, or a file with content (a hard link made into place).
-  bool has_content(const std::string& name) const;
+  /// The watcher thread's state: the inotify fd, the path, the callback. The
+  /// thread holds it too, so it outlives a destructor that runs on the thread
+  /// itself (see ~directory_watcher).
+  class loop;
 
-  unique_fd inotify_;
-  std::string path_;
-  int wd_ = -1; ///< the watch; -1 while the path names no directory
-  unique_fd wake_;
-  callback cb_;
+  explicit directory_watcher(std::shared_ptr<loop> l) : loop_(std::move(l)) {}
+
+  std::shared_ptr<loop> loop_;
   std::thread thread_;
 };
 

@@ -421,6 +421,37 @@ BOOST_AUTO_TEST_CASE(reports_policy_files_only) {
   BOOST_CHECK(std::chrono::steady_clock::now() - t0 < 1s);
 }
 
+BOOST_AUTO_TEST_CASE(a_callback_may_destroy_its_own_watcher) {
+  // The policy actor's state owns its watcher, and the callback's message
+  // can drop the actor's last reference: the watcher is then destroyed on its
+  // own thread, which must neither join itself nor use what it freed.
+  temp_dir d;
+  std::mutex mtx;
+  std::condition_variable cv;
+  std::unique_ptr<castellan::directory_watcher> holder;
+  bool destroyed = false;
+  auto w = castellan::directory_watcher::start(d.str(), [&](const std::string&) {
+    std::unique_ptr<castellan::directory_watcher> mine;
+    {
+      std::lock_guard<std::mutex> guard{mtx};
+      mine = std::move(holder);
+    }
+    mine.reset(); // on the watcher thread
+    std::lock_guard<std::mutex> guard{mtx};
+    destroyed = true;
+    cv.notify_all();
+  });
+  BOOST_REQUIRE_MESSAGE(w, (w ? "" : w.error().describe()));
+  {
+    std::lock_guard<std::mutex> guard{mtx};
+    holder = std::move(*w);
+  }
+  d.overwrite("a.json", "{}");
+  std::unique_lock<std::mutex> lock{mtx};
+  BOOST_REQUIRE(cv.wait_for(lock, 30s, [&] { return destroyed; }));
+  BOOST_CHECK(!holder);
+}
+
 BOOST_AUTO_TEST_CASE(unwatchable_directory_fails) {
   auto w = castellan::directory_watcher::start("/nonexistent/dir", [](const std::string&) {});
   BOOST_REQUIRE(!w);
