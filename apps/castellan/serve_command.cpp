@@ -7,9 +7,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <iostream>
 #include <memory>
 #include <string>
@@ -23,6 +25,8 @@
 #include "actors/interfaces.hpp"
 #include "apps/castellan/cli_context.hpp"
 #include "apps/castellan/default_pool.hpp"
+#include "config/config_loader.hpp"
+#include "config/supervisor_setup.hpp"
 #include "ipc/unique_fd.hpp"
 
 namespace castellan::cli {
@@ -30,6 +34,9 @@ namespace castellan::cli {
 namespace {
 
 struct serve_options : pool_options {
+  std::string config_file;   ///< --config: pools, policies, audit… from castellan.toml
+  bool pool_flags = false;   ///< a pool flag was given (they describe the one built-in pool)
+  bool drain_given = false;  ///< --drain-grace-ms was given (it wins over the config's)
   std::vector<std::string> listen;
   uint64_t drain_grace_ms = 10000;
   uint64_t max_body_bytes = 4 * 1024 * 1024;
@@ -89,9 +96,63 @@ private:
   unique_fd fd_;
 };
 
+/// The supervisor's config and the daemon's settings from `o.config_file`:
+/// every error of the file is printed; false if there was one.
+bool load_config_file(const serve_options& o, supervisor_config& sc,
+                      std::vector<std::string>& listen, uint64_t& drain_grace_ms) {
+  const auto loaded = config::load_serve_config(o.config_file);
+  for (const auto& w : loaded.warnings)
+    std::cerr << w.describe() << '\n';
+  if (!loaded.ok()) {
+    for (const auto& e : loaded.errors)
+      std::cerr << e.describe() << '\n';
+    std::cerr << "castellan serve: " << o.config_file << ": " << loaded.errors.size()
+              << (loaded.errors.size() == 1 ? " error" : " errors") << "; not started\n";
+    return false;
+  }
+  // The state directory (the audit log's default home) is the daemon's own:
+  // made if missing, readable by its user only.
+  std::error_code ec;
+  std::filesystem::create_directories(loaded.config.state_dir, ec);
+  if (ec || ::chmod(loaded.config.state_dir.c_str(), 0700) != 0) {
+    std::cerr << "castellan serve: state_dir " << loaded.config.state_dir << ": "
+              << (ec ? ec.message() : std::string(std::strerror(errno))) << "\n";
+    return false;
+  }
+  auto made = config::to_supervisor_config(loaded.config);
+  if (!made) {
+    std::cerr << "castellan serve: " << o.config_file << ": " << made.error().describe() << "\n";
+    return false;
+  }
+  sc = std::move(*made);
+  if (listen.empty())
+    listen = loaded.config.listen;
+  if (!o.drain_given)
+    drain_grace_ms = loaded.config.drain_grace_ms;
+  return true;
+}
+
 int run_serve(const serve_options& o) {
-  api::api_options api_opts;
+  if (!o.config_file.empty() && o.pool_flags) {
+    std::cerr << "castellan serve: --config describes the pools: give pool flags (--pool-size, "
+                 "--mode, --policy, …) without it, or set them in the file\n";
+    return usage_exit_code;
+  }
+  supervisor_config sc;
   std::vector<std::string> texts = o.listen;
+  uint64_t drain_grace_ms = o.drain_grace_ms;
+  if (!o.config_file.empty()) {
+    if (!load_config_file(o, sc, texts, drain_grace_ms))
+      return usage_exit_code;
+  } else {
+    auto pc = default_pool(o);
+    if (!pc) {
+      std::cerr << "castellan serve: " << pc.error().describe() << "\n";
+      return usage_exit_code;
+    }
+    sc.pools.push_back(std::move(*pc));
+  }
+  api::api_options api_opts;
   if (texts.empty()) {
     auto def = default_listen();
     if (!def) {
@@ -110,11 +171,6 @@ int run_serve(const serve_options& o) {
   }
   api_opts.limits.body_bytes = o.max_body_bytes;
   api_opts.limits.max_connections = o.max_connections;
-  auto pc = default_pool(o);
-  if (!pc) {
-    std::cerr << "castellan serve: " << pc.error().describe() << "\n";
-    return usage_exit_code;
-  }
 
   termination_signals signals;
   if (!signals.ok()) {
@@ -124,8 +180,6 @@ int run_serve(const serve_options& o) {
   caf::actor_system_config cfg;
   prepare_actor_system_config(cfg);
   caf::actor_system sys{cfg};
-  supervisor_config sc;
-  sc.pools.push_back(std::move(*pc));
   auto sup = spawn_supervisor(sys, sc);
   if (!sup) {
     std::cerr << "castellan serve: " << sup.error().describe() << "\n";
@@ -142,13 +196,14 @@ int run_serve(const serve_options& o) {
 
   int sig = signals.wait();
   while (sig == SIGHUP) {
-    std::cerr << "castellan: SIGHUP: no config to reload; ignored\n";
+    std::cerr << "castellan: SIGHUP: reloading the config is not supported yet (policy files "
+                 "reload by themselves); ignored\n";
     sig = signals.wait();
   }
   std::cerr << "castellan: " << (sig == SIGINT ? "SIGINT" : "SIGTERM") << ": draining ("
-            << (*api)->in_flight() << " execs in flight, grace " << o.drain_grace_ms << " ms)\n";
+            << (*api)->in_flight() << " execs in flight, grace " << drain_grace_ms << " ms)\n";
   (*api)->begin_drain();
-  if (!(*api)->wait_idle(std::chrono::milliseconds(o.drain_grace_ms))) {
+  if (!(*api)->wait_idle(std::chrono::milliseconds(drain_grace_ms))) {
     const auto n = (*api)->cancel_in_flight();
     std::cerr << "castellan: grace period over: cancelled " << n << " execs\n";
     // A cancel kills the worker and answers at once; this bounds a stuck one.
@@ -170,10 +225,21 @@ void add_serve_command(CLI::App& app, cli_context& ctx) {
                     "unix:PATH or tcp:HOST:PORT (loopback only), repeatable (default: "
                     "unix:/run/castellan/castellan.sock as root, else "
                     "unix:$XDG_RUNTIME_DIR/castellan.sock)");
+  serve->add_option("--config", opts->config_file,
+                    "A castellan.toml (docs/config.md): its pools, policy directory, audit, "
+                    "egress limits, listeners and drain grace; --listen and --drain-grace-ms "
+                    "given here win")
+      ->check(CLI::ExistingFile);
+  const auto before = serve->get_options().size();
   add_pool_flags(serve, *opts);
-  serve->add_option("--drain-grace-ms", opts->drain_grace_ms,
-                    "On SIGTERM/SIGINT, how long execs in flight may finish before they are "
-                    "cancelled (default 10000)");
+  std::vector<CLI::Option*> pool_flags;
+  {
+    auto all = serve->get_options();
+    pool_flags.assign(all.begin() + static_cast<std::ptrdiff_t>(before), all.end());
+  }
+  auto* drain = serve->add_option("--drain-grace-ms", opts->drain_grace_ms,
+                                  "On SIGTERM/SIGINT, how long execs in flight may finish before "
+                                  "they are cancelled (default 10000, or the config's)");
   serve
       ->add_option("--max-body-bytes", opts->max_body_bytes,
                    "The largest request body accepted (default 4 MiB; beyond: 413)")
@@ -182,7 +248,12 @@ void add_serve_command(CLI::App& app, cli_context& ctx) {
       ->add_option("--max-connections", opts->max_connections,
                    "Connections open at once (default 256; beyond: 503 and closed)")
       ->check(CLI::Range(uint64_t{1}, uint64_t{65536}));
-  serve->callback([opts, &ctx] { ctx.exit_code = run_serve(*opts); });
+  serve->callback([opts, &ctx, pool_flags, drain] {
+    opts->pool_flags = std::any_of(pool_flags.begin(), pool_flags.end(),
+                                   [](const CLI::Option* f) { return f->count() > 0; });
+    opts->drain_given = drain->count() > 0;
+    ctx.exit_code = run_serve(*opts);
+  });
 }
 
 } // namespace castellan::cli

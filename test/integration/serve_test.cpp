@@ -14,7 +14,9 @@
 
 #include <fcntl.h>
 
+#include <algorithm>
 #include <chrono>
+#include <fstream>
 #include <functional>
 #include <future>
 #include <string>
@@ -48,12 +50,11 @@ struct serve_process {
     BOOST_REQUIRE(::mkdtemp(tmpl) != nullptr);
     dir = tmpl;
     socket_path = socket.empty() ? dir + "/castellan.sock" : socket;
-    std::vector<std::string> args = {castellan::test::castellan_cli(),
-                                     "serve",
-                                     "--listen",
-                                     "unix:" + socket_path,
-                                     "--pool-size",
-                                     "2"};
+    std::vector<std::string> args = {castellan::test::castellan_cli(), "serve", "--listen",
+                                     "unix:" + socket_path};
+    // A config file describes the pools itself.
+    if (std::find(extra.begin(), extra.end(), "--config") == extra.end())
+      args.insert(args.end(), {"--pool-size", "2"});
     args.insert(args.end(), extra.begin(), extra.end());
     int fds[2];
     BOOST_REQUIRE(::pipe2(fds, O_CLOEXEC) == 0);
@@ -232,6 +233,55 @@ BOOST_AUTO_TEST_CASE(the_grace_period_ends_with_a_cancel) {
   BOOST_TEST(castellan::test::wait_until_no_task_named(tag).empty());
 }
 
+BOOST_AUTO_TEST_CASE(a_config_file_makes_the_pools_and_a_broken_one_is_refused) {
+  char tmpl[] = "/tmp/castellan-serve-config-XXXXXX";
+  BOOST_REQUIRE(::mkdtemp(tmpl) != nullptr);
+  const std::string dir = tmpl;
+  const std::string good = dir + "/good.toml";
+  std::ofstream{good} << "state_dir = \"" << dir << "/state\"\n"
+                      << "drain_grace_ms = 1000\n\n"
+                      << "[[pools]]\nname = \"alpha\"\nsize = 1\nmode = \"shared\"\n";
+  {
+    serve_process serve({"--config", good});
+    BOOST_TEST(serve.first_line() == "castellan: listening on unix:" + serve.socket_path + "\n");
+    http_client c(serve.socket_path);
+    auto pools = nlohmann::json::parse(c.get("/v1/pools").body);
+    BOOST_REQUIRE(pools["pools"].size() == 1u);
+    BOOST_TEST(pools["pools"][0]["name"] == "alpha");
+    BOOST_TEST(pools["pools"][0]["size"] == 1);
+    auto r = c.post("/v1/exec", {{"code", "print(6*7)"}, {"pool", "alpha"}});
+    BOOST_TEST(r.status == 200u, r.body);
+    BOOST_TEST(nlohmann::json::parse(r.body)["stdout"] == "42\n");
+    // The state directory is made, the daemon's own.
+    struct stat st {};
+    BOOST_REQUIRE(::stat((dir + "/state").c_str(), &st) == 0);
+    BOOST_TEST((st.st_mode & 0777) == 0700u);
+    BOOST_REQUIRE(::kill(serve.pid, SIGTERM) == 0);
+    BOOST_TEST(serve.wait() == 0);
+  }
+  // Every error of a broken file, by line and key; nothing is started.
+  const std::string bad = dir + "/bad.toml";
+  std::ofstream{bad} << "[[pools]]\nname = \"alpha\"\nsize = 0\ncolour = \"red\"\n";
+  auto refused = castellan::test::run_process(
+      {castellan::test::castellan_cli(), "serve", "--config", bad, "--listen",
+       "unix:" + dir + "/bad.sock"},
+      {}, 60);
+  BOOST_TEST(refused.exit_code == 2);
+  BOOST_TEST(refused.err.find(bad + ":3:8: pools[0].size: 0: must be between 1 and 1024") !=
+                 std::string::npos,
+             refused.err);
+  BOOST_TEST(refused.err.find(bad + ":4:1: pools[0].colour: \"red\": unknown key") !=
+                 std::string::npos,
+             refused.err);
+  BOOST_TEST(::access((dir + "/bad.sock").c_str(), F_OK) != 0);
+  // Pool flags beside a config: which would win is not obvious, so neither.
+  auto both = castellan::test::run_process(
+      {castellan::test::castellan_cli(), "serve", "--config", good, "--pool-size", "3"}, {}, 60);
+  BOOST_TEST(both.exit_code == 2);
+  BOOST_TEST(both.err.find("--config describes the pools") != std::string::npos, both.err);
+  std::system(("rm -rf '" + dir + "'").c_str());
+}
+
 BOOST_AUTO_TEST_CASE(a_second_server_on_a_live_socket_is_refused) {
   serve_process first;
   first.first_line();
@@ -252,7 +302,7 @@ BOOST_AUTO_TEST_CASE(sighup_is_ignored_and_a_killed_servers_socket_is_taken_over
   serve_process first;
   first.first_line();
   BOOST_REQUIRE(::kill(first.pid, SIGHUP) == 0);
-  first.wait_for_stderr("SIGHUP: no config to reload; ignored");
+  first.wait_for_stderr("SIGHUP: reloading the config is not supported yet");
   {
     http_client c(first.socket_path);
     BOOST_TEST(c.get("/v1/health").json()["status"] == "ok");
