@@ -11,6 +11,7 @@
 
 #include "actors/audit/audit_actor.hpp"
 #include "support/actor_system_fixture.hpp"
+#include "support/stalled_fifo.hpp"
 #include "support/temp_dir.hpp"
 
 using namespace castellan;
@@ -119,23 +120,11 @@ BOOST_AUTO_TEST_CASE(a_stalled_audit_log_makes_the_pool_answer_busy_until_it_dra
   // fills, and the audit actor keeps the pool's credits, so the pool stops
   // admitting work instead of letting the audit mailbox grow.
   test::temp_dir dir;
-  const auto fifo = dir.file("audit.fifo");
-  BOOST_REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
-  int reader = ::open(fifo.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-  BOOST_REQUIRE(reader >= 0);
-  ::signal(SIGPIPE, SIG_IGN);
-  struct reader_guard {
-    int& fd;
-    ~reader_guard() {
-      if (fd >= 0)
-        ::close(fd);
-    }
-  } guard{reader};
-  ::fcntl(reader, F_SETPIPE_SZ, 4096);
+  test::stalled_fifo fifo(dir.file("audit.fifo"), 4096);
   audit_config ac;
   ac.enabled = true;
   ac.events = {"*"};
-  ac.file.path = fifo;
+  ac.file.path = fifo.path();
   ac.file.fsync = fsync_policy::never;
   ac.file.queue_records = 16;
   ac.file.block_timeout_ms = 60000;
@@ -159,12 +148,7 @@ BOOST_AUTO_TEST_CASE(a_stalled_audit_log_makes_the_pool_answer_busy_until_it_dra
   BOOST_TEST(admitted >= 1);
   // The reader comes back; once the audit has written everything (the flush
   // returns the credits before it answers), the pool admits work again.
-  std::thread drain([fd = reader] {
-    ::fcntl(fd, F_SETFL, 0);
-    char buf[65536];
-    while (::read(fd, buf, sizeof(buf)) > 0) {
-    }
-  });
+  fifo.drain();
   self->request(*audit, 60s, audit_flush_atom::value)
     .receive([](audit_stats& st) { BOOST_TEST(st.file_dropped == 0u); },
              [&](caf::error& err) { BOOST_FAIL(sys.render(err)); });
@@ -175,7 +159,6 @@ BOOST_AUTO_TEST_CASE(a_stalled_audit_log_makes_the_pool_answer_busy_until_it_dra
   self->wait_for(pool);
   caf::anon_send_exit(*audit, caf::exit_reason::user_shutdown);
   self->wait_for(*audit);
-  drain.join();
 }
 
 BOOST_AUTO_TEST_CASE(without_its_audit_actor_a_pool_admits_nothing) {

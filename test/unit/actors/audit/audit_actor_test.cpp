@@ -14,6 +14,7 @@
 #include "actors/telemetry/telemetry_actor.hpp"
 #include "audit_test_support.hpp"
 #include "support/sanitizers.hpp"
+#include "support/stalled_fifo.hpp"
 
 using namespace castellan;
 using namespace std::chrono_literals;
@@ -491,25 +492,11 @@ BOOST_FIXTURE_TEST_CASE(a_congested_writer_withholds_credits_until_it_drains, au
   // A FIFO nobody reads is a disk that stalls: the writer blocks, its queue
   // fills, and from three quarters full on the actor keeps the producer's
   // credits, so a producer that respects them stops with its window spent.
-  const auto fifo = dir.file("audit.fifo");
-  BOOST_REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
-  int reader = ::open(fifo.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-  BOOST_REQUIRE(reader >= 0);
-  // Should a check below abort the test, the read end closes first, so the
-  // writer fails (EPIPE) instead of blocking the actor's shutdown.
-  ::signal(SIGPIPE, SIG_IGN);
-  struct reader_guard {
-    int& fd;
-    ~reader_guard() {
-      if (fd >= 0)
-        ::close(fd);
-    }
-  } guard{reader};
-  ::fcntl(reader, F_SETPIPE_SZ, 4096); // the smallest pipe: a few records fill it
+  test::stalled_fifo fifo(dir.file("audit.fifo"), 4096); // a few records fill its pipe
   audit_config c;
   c.enabled = true;
   c.events = {"*"};
-  c.file.path = fifo;
+  c.file.path = fifo.path();
   c.file.fsync = fsync_policy::never;
   // Congested at 48 records, the window of 8 stops the producer before the
   // queue is full: pushes never block, so the actor keeps answering.
@@ -554,18 +541,7 @@ BOOST_FIXTURE_TEST_CASE(a_congested_writer_withholds_credits_until_it_drains, au
                                           << st.credits_withheld << " credits withheld");
   // The reader comes back: the queue drains, the credits return, and every
   // record arrives.
-  uint64_t lines = 0;
-  std::thread drain([&] {
-    ::fcntl(reader, F_SETFL, 0);
-    char buf[65536];
-    for (;;) {
-      const auto n = ::read(reader, buf, sizeof(buf));
-      if (n <= 0)
-        break;
-      for (ssize_t i = 0; i < n; ++i)
-        lines += buf[i] == '\n' ? 1 : 0;
-    }
-  });
+  fifo.drain();
   while (credits.exhausted())
     take_credits(self, credits, true);
   const auto done = flush(a);
@@ -577,8 +553,7 @@ BOOST_FIXTURE_TEST_CASE(a_congested_writer_withholds_credits_until_it_drains, au
   // Closing the audit closes the FIFO's write end: the reader sees EOF.
   caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
   self->wait_for(a);
-  drain.join();
-  BOOST_TEST(lines == posted);
+  BOOST_TEST(fifo.lines_at_end() == posted);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

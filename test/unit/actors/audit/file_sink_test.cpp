@@ -8,6 +8,7 @@
 
 #include "actors/audit/file_sink.hpp"
 #include "audit_test_support.hpp"
+#include "support/stalled_fifo.hpp"
 
 using namespace castellan;
 using namespace std::chrono_literals;
@@ -175,30 +176,19 @@ BOOST_AUTO_TEST_CASE(a_stalled_reader_means_backpressure_then_counted_drops) {
   // A FIFO nobody reads is a disk that stalls: the writer blocks in write(2),
   // the queue fills to its bound, pushes block and then fail, counted.
   test::temp_dir dir;
-  const auto fifo = dir.file("audit.fifo");
-  BOOST_REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
-  const int reader = ::open(fifo.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-  BOOST_REQUIRE(reader >= 0);
+  // Declared before the FIFO, destroyed after it: should a check below abort
+  // the test, the read end closes first, so that the sink's writer fails
+  // (EPIPE) instead of blocking its destructor.
+  std::unique_ptr<file_sink> sink;
+  test::stalled_fifo fifo(dir.file("audit.fifo"));
   file_sink_config cfg;
-  cfg.path = fifo;
+  cfg.path = fifo.path();
   cfg.fsync = fsync_policy::never;
   cfg.queue_records = 4;
   cfg.block_timeout_ms = 100;
   auto opened = file_sink::open(cfg);
   BOOST_REQUIRE(opened);
-  auto sink = std::move(*opened);
-  // Should a check below abort the test, close the read end before the sink
-  // is destroyed, so that its writer fails (EPIPE) instead of blocking.
-  ::signal(SIGPIPE, SIG_IGN);
-  struct reader_guard {
-    int& fd;
-    ~reader_guard() {
-      if (fd >= 0)
-        ::close(fd);
-    }
-  };
-  int reader_fd = reader;
-  reader_guard guard{reader_fd};
+  sink = std::move(*opened);
   const std::string big(32 * 1024, 'x'); // two fill the pipe
   uint64_t timed_out = 0;
   for (int i = 0; i < 50 && timed_out == 0; ++i) {
@@ -214,18 +204,7 @@ BOOST_AUTO_TEST_CASE(a_stalled_reader_means_backpressure_then_counted_drops) {
   BOOST_TEST(sink->stats().dropped == 1u);
 
   // The reader comes back: everything accepted arrives, nothing else is lost.
-  uint64_t lines = 0;
-  std::thread drain([&] {
-    ::fcntl(reader, F_SETFL, 0);
-    char buf[65536];
-    for (;;) {
-      const auto n = ::read(reader, buf, sizeof(buf));
-      if (n <= 0)
-        break;
-      for (ssize_t i = 0; i < n; ++i)
-        lines += buf[i] == '\n' ? 1 : 0;
-    }
-  });
+  fifo.drain();
   for (int i = 0; i < 10; ++i) {
     // Push once the writer has made room (30 s safety net): a push into a
     // full queue waits only 100 ms, which a starved machine can outlast.
@@ -238,8 +217,7 @@ BOOST_AUTO_TEST_CASE(a_stalled_reader_means_backpressure_then_counted_drops) {
   const auto pushed = sink->stats().pushed;
   const auto high_water = sink->stats().queue_high_water;
   sink.reset(); // drains, closes: the reader sees EOF
-  drain.join();
-  BOOST_TEST(lines == pushed);
+  BOOST_TEST(fifo.lines_at_end() == pushed);
   BOOST_TEST(high_water <= 4u);
 }
 
