@@ -221,6 +221,35 @@ BOOST_AUTO_TEST_CASE(a_stalled_reader_means_backpressure_then_counted_drops) {
   BOOST_TEST(high_water <= 4u);
 }
 
+BOOST_AUTO_TEST_CASE(congestion_counts_bytes_as_well_as_records) {
+  // Few large records fill the byte bound long before the record bound: the
+  // sink says it is congested by then, so credits stop before pushes block.
+  test::temp_dir dir;
+  std::unique_ptr<file_sink> sink; // destroyed after the FIFO (see above)
+  test::stalled_fifo fifo(dir.file("audit.fifo"), 4096);
+  file_sink_config cfg;
+  cfg.path = fifo.path();
+  cfg.fsync = fsync_policy::never;
+  cfg.queue_records = 1000;
+  cfg.queue_bytes = 64 * 1024;
+  cfg.block_timeout_ms = 100;
+  auto opened = file_sink::open(cfg);
+  BOOST_REQUIRE(opened);
+  sink = std::move(*opened);
+  const std::string kib(1024, 'x');
+  int pushed = 0;
+  while (!sink->congested() && pushed < 200) {
+    BOOST_REQUIRE((sink->push("\"" + kib + "\"") == file_sink::push_status::queued));
+    ++pushed;
+  }
+  BOOST_TEST(sink->congested());
+  // By bytes (three quarters of 64 KiB in 1 KiB records), far below 750 records.
+  BOOST_TEST(sink->queued() < 100u);
+  fifo.drain();
+  sink.reset();
+  BOOST_TEST(fifo.lines_at_end() == static_cast<uint64_t>(pushed));
+}
+
 BOOST_AUTO_TEST_CASE(attached_fd_gets_lines_without_rotation) {
   int fds[2];
   BOOST_REQUIRE(::pipe2(fds, O_CLOEXEC) == 0);
