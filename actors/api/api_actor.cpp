@@ -54,7 +54,7 @@ caf::behavior api_behavior(caf::event_based_actor* self, supervisor_actor superv
   // Shared by the handlers below, which all run in this actor, one at a time.
   auto encoder = std::make_shared<result_encoder>();
   return {
-      [=](exec_atom, uint64_t request_id, exec_request& req) {
+      [=](exec_atom, uint64_t request_id, exec_request& req, std::string& id) {
         self->request(supervisor, caf::infinite, exec_atom::value, std::move(req))
             .then(
                 [=](exec_result& r) {
@@ -62,7 +62,7 @@ caf::behavior api_behavior(caf::event_based_actor* self, supervisor_actor superv
                     responder->complete(request_id,
                                         json_response(503, error_body("busy", r.detail)));
                   else
-                    responder->complete(request_id, json_response(200, encoder->body(r)));
+                    responder->complete(request_id, json_response(200, encoder->body(r, id)));
                 },
                 [=](caf::error& err) {
                   responder->complete(request_id, error_response(err, self->system()));
@@ -100,6 +100,20 @@ caf::behavior api_behavior(caf::event_based_actor* self, supervisor_actor superv
         // race) comes back on its exec request; this reply says nothing more.
         self->request(supervisor, query_timeout, cancel_atom::value, exec_id)
             .then([](cancel_reply&) {}, [](caf::error&) {});
+      },
+      [=](cancel_atom, uint64_t request_id, uint64_t exec_id, std::string& id) {
+        // The same cancel, answered: the exec's own request still gets its
+        // result (`cancelled`, or what it ended with if it finished first).
+        self->request(supervisor, query_timeout, cancel_atom::value, exec_id)
+            .then(
+                [=](cancel_reply& reply) {
+                  responder->complete(request_id, json_response(202, cancel_body(reply, id)));
+                },
+                [=](caf::error& err) {
+                  responder->complete(
+                      request_id,
+                      json_response(503, error_body("unavailable", describe(err, self->system()))));
+                });
       },
   };
 }

@@ -8,10 +8,13 @@
 /// writes it on the I/O thread. Its messages are made of castellan's
 /// registered types only:
 ///
-///   (exec_atom, uint64_t request_id, exec_request)  → POST /v1/exec, /v1/run
+///   (exec_atom, uint64_t request_id, exec_request, std::string id)
+///                                                   → POST /v1/exec, /v1/run
 ///   (status_atom, uint64_t request_id)              → GET /v1/pools
 ///   (metrics_atom, uint64_t request_id)             → GET /metrics
 ///   (cancel_atom, uint64_t exec_id)                 → cancel that exec (no answer)
+///   (cancel_atom, uint64_t request_id, uint64_t exec_id, std::string id)
+///                                                   → DELETE /v1/execs/{id}
 
 #include <cstdint>
 #include <memory>

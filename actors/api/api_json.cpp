@@ -22,13 +22,30 @@ std::string type_name(const json& v) {
   return v.type_name();
 }
 
+/// Why `id` cannot name an exec, or "" when it can.
+std::string exec_id_problem(const std::string& id) {
+  if (id.empty() || id.size() > max_exec_id_chars)
+    return "'id' must be 1 to " + std::to_string(max_exec_id_chars) + " characters long, not " +
+           std::to_string(id.size());
+  for (char c : id)
+    if (!((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
+          c == '.' || c == '_' || c == '-'))
+      return "'id' may contain only A-Z, a-z, 0-9, '.', '_' and '-'";
+  if (id.find_first_not_of("0123456789") == std::string::npos)
+    return "'id' must not be digits only: DELETE /v1/execs/<digits> names the exec_id the API "
+           "assigns";
+  if (id == "." || id == "..")
+    return "'id' must not be '.' or '..' (clients rewrite them in a URL path)";
+  return {};
+}
+
 } // namespace
 
 std::string api_error::body() const {
   return error_body(code, message, field);
 }
 
-std::variant<exec_request, api_error> parse_exec_body(std::string_view body, bool command) {
+std::variant<exec_body, api_error> parse_exec_body(std::string_view body, bool command) {
   json doc;
   try {
     doc = json::parse(body.begin(), body.end());
@@ -42,7 +59,8 @@ std::variant<exec_request, api_error> parse_exec_body(std::string_view body, boo
   if (!doc.is_object())
     return api_error{400, "bad_json", "the body is a JSON " + type_name(doc) + ", not an object",
                      ""};
-  exec_request req;
+  exec_body out;
+  exec_request& req = out.request;
   bool has_main = false;
   const char* main_key = command ? "argv" : "code";
   for (auto it = doc.begin(); it != doc.end(); ++it) {
@@ -72,6 +90,12 @@ std::variant<exec_request, api_error> parse_exec_body(std::string_view body, boo
         req.argv.push_back(std::move(s));
       }
       has_main = true;
+    } else if (key == "id") {
+      if (!v.is_string())
+        return field_error(key, "'id' must be a string, not " + type_name(v));
+      if (auto problem = exec_id_problem(v.get<std::string>()); !problem.empty())
+        return field_error(key, std::move(problem));
+      out.id = v.get<std::string>();
     } else if (key == "timeout_ms") {
       if (!v.is_number_unsigned() || v.get<uint64_t>() == 0 || v.get<uint64_t>() > max_timeout_ms)
         return field_error(key, "'timeout_ms' must be an integer from 1 to " +
@@ -92,28 +116,32 @@ std::variant<exec_request, api_error> parse_exec_body(std::string_view body, boo
                                   "working directory from its request");
     } else {
       return field_error(key, "unknown field '" + key + "' (expected " +
-                                  (command ? "argv" : "code") + ", timeout_ms, pool, policy)");
+                                  (command ? "argv" : "code") + ", id, timeout_ms, pool, policy)");
     }
   }
   if (!has_main)
     return field_error(main_key, std::string("the field '") + main_key + "' is missing");
-  return req;
+  return out;
 }
 
-std::string result_body(const exec_result& r) {
+std::string result_body(const exec_result& r, std::string_view id) {
   json j = to_json(r);
   j["v"] = 1;
+  if (!id.empty())
+    j["id"] = id;
   return dump_json(j);
 }
 
-std::string result_encoder::body(exec_result& r) {
+std::string result_encoder::body(exec_result& r, std::string_view id) {
   if (r.enforcement.empty())
-    return result_body(r);
+    return result_body(r, id);
   std::string report = std::move(r.enforcement);
   r.enforcement.clear();
   json j = to_json(r);
   j.erase("enforcement");
   j["v"] = 1;
+  if (!id.empty())
+    j["id"] = id;
   const std::string rest = dump_json(j);
   const std::string* cached = nullptr;
   for (const auto& entry : cache_)
@@ -163,6 +191,18 @@ std::string pools_body(const std::vector<pool_status>& pools) {
                     {"policy", p.policy},
                     {"policy_revision", p.policy_revision}});
   return dump_json(json{{"v", 1}, {"pools", std::move(list)}});
+}
+
+std::string cancel_body(const cancel_reply& reply, std::string_view id) {
+  const bool cancelled = reply.outcome == cancel_outcome::cancelled_running ||
+                         reply.outcome == cancel_outcome::cancelled_queued;
+  json j = {{"v", 1},
+            {"exec_id", reply.exec_id},
+            {"cancelled", cancelled},
+            {"outcome", to_string(reply.outcome)}};
+  if (!id.empty())
+    j["id"] = id;
+  return dump_json(j);
 }
 
 } // namespace castellan::api

@@ -5,12 +5,14 @@
 /// wrong type, a missing field are errors naming the field), results and
 /// status written as the CLI's `--json` writes them, plus `"v": 1`.
 
+#include <cstddef>
 #include <string>
 #include <string_view>
 #include <utility>
 #include <variant>
 #include <vector>
 
+#include "actors/cancel_messages.hpp"
 #include "actors/exec_messages.hpp"
 
 namespace castellan::api {
@@ -26,12 +28,27 @@ struct api_error {
   std::string body() const;
 };
 
-/// `POST /v1/exec` `{code, timeout_ms?, pool?, policy?}` (command == false)
-/// or `POST /v1/run` `{argv, timeout_ms?, pool?, policy?}` (command == true).
-std::variant<exec_request, api_error> parse_exec_body(std::string_view body, bool command);
+/// The longest id a client may give its exec.
+inline constexpr std::size_t max_exec_id_chars = 64;
 
-/// An exec's result: `castellan exec --json`'s object plus `"v": 1`.
-std::string result_body(const exec_result& r);
+/// An exec request as the API reads it: the request for the supervisor,
+/// and the client's own name for the exec.
+struct exec_body {
+  exec_request request;
+  /// The client's id for the exec (`"id"`), empty when it gave none: 1 to 64
+  /// of [A-Za-z0-9._-], not digits only (those name the API's numeric
+  /// `exec_id`), not "." or ".." (which clients rewrite in a URL path).
+  std::string id;
+};
+
+/// `POST /v1/exec` `{code, id?, timeout_ms?, pool?, policy?}` (command ==
+/// false) or `POST /v1/run` `{argv, id?, timeout_ms?, pool?, policy?}`
+/// (command == true).
+std::variant<exec_body, api_error> parse_exec_body(std::string_view body, bool command);
+
+/// An exec's result: `castellan exec --json`'s object plus `"v": 1`, and
+/// `"id"` when the client named the exec.
+std::string result_body(const exec_result& r, std::string_view id = {});
 
 /// result_body for a stream of results, faster: a worker's `enforcement`
 /// report (about 5 KiB of JSON) is the same for every exec it runs, so its
@@ -41,7 +58,7 @@ std::string result_body(const exec_result& r);
 /// per thread (the api actor holds one).
 class result_encoder {
 public:
-  std::string body(exec_result& r);
+  std::string body(exec_result& r, std::string_view id = {});
 
 private:
   std::vector<std::pair<std::string, std::string>> cache_; ///< report text → its JSON
@@ -51,5 +68,10 @@ private:
 /// `GET /v1/pools`: `{"v":1,"pools":[{name, size, idle, busy, starting,
 /// queued, queue_limit, spawned, completed, lost, policy, policy_revision}]}`.
 std::string pools_body(const std::vector<pool_status>& pools);
+
+/// `DELETE /v1/execs/{id}`, answered: `{"v":1,"exec_id":N,"id":"…",
+/// "cancelled":bool,"outcome":"…"}` (`id` when the exec has one);
+/// `cancelled` is false when the exec had finished first.
+std::string cancel_body(const cancel_reply& reply, std::string_view id);
 
 } // namespace castellan::api

@@ -4,7 +4,9 @@
 #include <atomic>
 #include <cctype>
 #include <condition_variable>
+#include <cstdint>
 #include <mutex>
+#include <string>
 #include <string_view>
 #include <unordered_map>
 #include <variant>
@@ -66,6 +68,39 @@ bool loopback_host(std::string_view host) {
                      [](char c) { return (c >= '0' && c <= '9') || c == '.'; });
 }
 
+/// An exec the API admitted and has not answered yet.
+struct in_flight_exec {
+  uint64_t exec_id = 0; ///< the API's number for it, never reused by this daemon
+  std::string id;       ///< the client's name for it ("" when it gave none)
+  /// Who admitted it, for may_cancel: empty while the API does not tell
+  /// clients apart (with bearer tokens, the token's identity goes here).
+  std::string owner;
+};
+
+/// Whether the client of `req` may cancel `exec`. Any client may while the
+/// API has no notion of who a client is (a unix socket of mode 0600, a
+/// loopback listener): this is where a token's ownership of the exec is to
+/// be checked.
+bool may_cancel(const in_flight_exec& /*exec*/, const http_request& /*req*/) {
+  return true;
+}
+
+/// `text` as a decimal exec id, or 0 when it is not one.
+uint64_t decimal_exec_id(std::string_view text) {
+  if (text.empty() || text.size() > 20)
+    return 0;
+  uint64_t v = 0;
+  for (char c : text) {
+    if (c < '0' || c > '9')
+      return 0;
+    const auto digit = static_cast<uint64_t>(c - '0');
+    if (v > (UINT64_MAX - digit) / 10)
+      return 0;
+    v = v * 10 + digit;
+  }
+  return v;
+}
+
 } // namespace
 
 struct api_service::state final : api_responder {
@@ -75,18 +110,32 @@ struct api_service::state final : api_responder {
 
   mutable std::mutex m;
   std::condition_variable idle_cv;
-  std::unordered_map<uint64_t, uint64_t> execs; ///< request id → exec id, under `m`
-  uint64_t next_exec_id = 1;                    ///< under `m`
-  bool draining = false;                        ///< under `m`
-  bool stopped = false;                         ///< under `m`
+  /// Execs in flight by the server's request id, and two indexes into it:
+  /// by the client's id and by exec id. All under `m`.
+  std::unordered_map<uint64_t, in_flight_exec> execs;
+  std::unordered_map<std::string, uint64_t> by_client_id;
+  std::unordered_map<uint64_t, uint64_t> by_exec_id;
+  uint64_t next_exec_id = 1; ///< under `m`
+  bool draining = false;     ///< under `m`
+  bool stopped = false;      ///< under `m`
 
   void complete(uint64_t request_id, http_response response) override {
     std::lock_guard<std::mutex> guard(m);
-    if (execs.erase(request_id) != 0 && execs.empty())
-      idle_cv.notify_all();
+    // The exec leaves the map before its answer is written: a client that
+    // has its answer can use the exec's id again at once.
+    if (auto it = execs.find(request_id); it != execs.end()) {
+      if (!it->second.id.empty())
+        by_client_id.erase(it->second.id);
+      by_exec_id.erase(it->second.exec_id);
+      execs.erase(it);
+      if (execs.empty())
+        idle_cv.notify_all();
+    }
     if (!stopped && server)
       server->respond(request_id, std::move(response));
   }
+
+  static constexpr std::string_view execs_prefix = "/v1/execs/";
 
   /// The routes; on the I/O thread.
   void on_request(http_request req) {
@@ -110,6 +159,11 @@ struct api_service::state final : api_responder {
     if (path == "/v1/exec" || path == "/v1/run") {
       if (allow("POST"))
         admit_exec(std::move(req), path == "/v1/run");
+    } else if (path.substr(0, execs_prefix.size()) == execs_prefix &&
+               path.size() > execs_prefix.size() &&
+               path.find('/', execs_prefix.size()) == std::string_view::npos) {
+      if (allow("DELETE"))
+        cancel_exec(req, path.substr(execs_prefix.size()));
     } else if (path == "/v1/pools") {
       if (allow("GET"))
         caf::anon_send(actor, status_atom::value, req.id);
@@ -129,7 +183,8 @@ struct api_service::state final : api_responder {
     } else {
       srv->respond(req.id, error_response(404, "not_found",
                                           "no route " + std::string(path) +
-                                              " (POST /v1/exec, POST /v1/run, GET /v1/pools, "
+                                              " (POST /v1/exec, POST /v1/run, "
+                                              "DELETE /v1/execs/{id}, GET /v1/pools, "
                                               "GET /v1/health, GET /metrics)"));
     }
   }
@@ -149,7 +204,8 @@ struct api_service::state final : api_responder {
       srv->respond(req.id, json_response(err->status, err->body()));
       return;
     }
-    auto& er = std::get<exec_request>(parsed);
+    auto& body = std::get<exec_body>(parsed);
+    exec_request& er = body.request;
     {
       std::lock_guard<std::mutex> guard(m);
       if (draining) {
@@ -158,12 +214,49 @@ struct api_service::state final : api_responder {
                                             "execs"));
         return;
       }
-      // The API names every exec, so that a client that goes away can
-      // have its exec cancelled.
+      if (!body.id.empty() && by_client_id.count(body.id) != 0) {
+        srv->respond(req.id,
+                     json_response(409, error_body("duplicate_id",
+                                                   "an exec with id '" + body.id +
+                                                       "' is in flight; ids are unique among "
+                                                       "the execs in flight",
+                                                   "/id")));
+        return;
+      }
+      // The API numbers every exec, so that a client that goes away, or a
+      // DELETE, can have it cancelled.
       er.exec_id = next_exec_id++;
-      execs.emplace(req.id, er.exec_id);
+      in_flight_exec x;
+      x.exec_id = er.exec_id;
+      x.id = body.id;
+      if (!x.id.empty())
+        by_client_id.emplace(x.id, req.id);
+      by_exec_id.emplace(x.exec_id, req.id);
+      execs.emplace(req.id, std::move(x));
     }
-    caf::anon_send(actor, exec_atom::value, req.id, std::move(er));
+    caf::anon_send(actor, exec_atom::value, req.id, std::move(er), std::move(body.id));
+  }
+
+  /// `DELETE /v1/execs/{key}`: `key` is the client's id of an exec in
+  /// flight, or its exec id. The cancel goes by exec id, which this daemon
+  /// never gives twice: an exec that took over a client's id after the
+  /// named one finished is never cancelled by a DELETE meant for that one.
+  void cancel_exec(const http_request& req, std::string_view key) {
+    std::lock_guard<std::mutex> guard(m);
+    auto found = execs.end();
+    if (auto n = by_client_id.find(std::string(key)); n != by_client_id.end())
+      found = execs.find(n->second);
+    else if (auto e = by_exec_id.find(decimal_exec_id(key)); e != by_exec_id.end())
+      found = execs.find(e->second);
+    // Another client's exec reads as no exec at all: a DELETE tells nobody
+    // what others run.
+    if (found == execs.end() || !may_cancel(found->second, req)) {
+      srv->respond(req.id, error_response(404, "no_such_exec",
+                                          "no exec in flight has the id '" + std::string(key) +
+                                              "' (a client's id or an exec_id)"));
+      return;
+    }
+    caf::anon_send(actor, cancel_atom::value, req.id, found->second.exec_id, found->second.id);
   }
 
   /// The client of `request_id` is gone: cancel its exec, if it has one.
@@ -171,7 +264,7 @@ struct api_service::state final : api_responder {
     std::lock_guard<std::mutex> guard(m);
     auto it = execs.find(request_id);
     if (it != execs.end())
-      caf::anon_send(actor, cancel_atom::value, it->second);
+      caf::anon_send(actor, cancel_atom::value, it->second.exec_id);
   }
 };
 
@@ -219,7 +312,7 @@ bool api_service::wait_idle(std::chrono::milliseconds grace) {
 std::size_t api_service::cancel_in_flight() {
   std::lock_guard<std::mutex> guard(state_->m);
   for (const auto& kv : state_->execs)
-    caf::anon_send(state_->actor, cancel_atom::value, kv.second);
+    caf::anon_send(state_->actor, cancel_atom::value, kv.second.exec_id);
   return state_->execs.size();
 }
 

@@ -1,6 +1,7 @@
 #include <boost/test/unit_test.hpp>
 
 #include <string>
+#include <variant>
 
 #include <nlohmann/json.hpp>
 
@@ -59,6 +60,61 @@ BOOST_AUTO_TEST_CASE(the_cache_stays_right_past_its_capacity) {
     BOOST_TEST(j["enforcement"]["worker"] == i % 70);
     BOOST_TEST(j == expected(r));
   }
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+BOOST_AUTO_TEST_SUITE(api_exec_ids)
+
+BOOST_AUTO_TEST_CASE(a_client_id_is_read_and_checked) {
+  auto ok = parse_exec_body(R"({"code":"1","id":"job-7.a_B"})", false);
+  BOOST_REQUIRE(std::holds_alternative<exec_body>(ok));
+  BOOST_TEST(std::get<exec_body>(ok).id == "job-7.a_B");
+  BOOST_TEST(std::get<exec_body>(ok).request.code == "1");
+  auto none = parse_exec_body(R"({"argv":["/bin/true"]})", true);
+  BOOST_REQUIRE(std::holds_alternative<exec_body>(none));
+  BOOST_TEST(std::get<exec_body>(none).id.empty());
+  const std::string longest(max_exec_id_chars, 'x');
+  BOOST_TEST(std::holds_alternative<exec_body>(
+      parse_exec_body(json{{"code", "1"}, {"id", longest}}.dump(), false)));
+
+  for (const json& bad : {json(""), json(longest + "x"), json("a/b"), json("a b"), json("é"),
+                          json("12"), json("."), json(".."), json(7), json(nullptr)}) {
+    BOOST_TEST_CONTEXT("id " << bad.dump()) {
+      auto r = parse_exec_body(json{{"code", "1"}, {"id", bad}}.dump(), false);
+      BOOST_REQUIRE(std::holds_alternative<api_error>(r));
+      BOOST_TEST(std::get<api_error>(r).status == 400u);
+      BOOST_TEST(std::get<api_error>(r).field == "/id");
+    }
+  }
+  // Dots and digits are fine beside other characters.
+  for (const char* good : {"...", "1.2", "0x1", "-1", "a"})
+    BOOST_TEST(std::holds_alternative<exec_body>(
+                   parse_exec_body(json{{"code", "1"}, {"id", good}}.dump(), false)),
+               good);
+}
+
+BOOST_AUTO_TEST_CASE(the_result_carries_the_id_only_when_given) {
+  result_encoder enc;
+  auto r = sample(R"({"mode":"isolated"})");
+  BOOST_TEST(json::parse(enc.body(r, "job"))["id"] == "job");
+  BOOST_TEST(!json::parse(enc.body(r)).contains("id"));
+  BOOST_TEST(json::parse(result_body(r, "job"))["id"] == "job");
+  BOOST_TEST(!json::parse(result_body(r)).contains("id"));
+}
+
+BOOST_AUTO_TEST_CASE(a_cancel_reply_says_whether_it_cancelled) {
+  cancel_reply c;
+  c.exec_id = 9;
+  c.outcome = cancel_outcome::cancelled_queued;
+  BOOST_TEST(json::parse(cancel_body(c, "x")) ==
+             json({{"v", 1}, {"exec_id", 9}, {"id", "x"}, {"cancelled", true},
+                   {"outcome", "cancelled_queued"}}));
+  c.outcome = cancel_outcome::already_finished;
+  BOOST_TEST(json::parse(cancel_body(c, "")) == json({{"v", 1},
+                                                      {"exec_id", 9},
+                                                      {"cancelled", false},
+                                                      {"outcome", "already_finished"}}));
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -342,4 +342,188 @@ BOOST_AUTO_TEST_CASE(tcp_requests_must_name_a_loopback_host) {
   BOOST_TEST(get("127.0.0.1.attacker.example") == 403u);
 }
 
+// -- DELETE /v1/execs/{id} ----------------------------------------------------
+
+BOOST_AUTO_TEST_CASE(delete_cancels_an_exec_by_its_clients_id_and_the_id_is_free_again) {
+  start();
+  auto running = std::async(std::launch::async, [this] {
+    return exec({{"code", "import time; time.sleep(120)"}, {"id", "job-1"}});
+  });
+  wait_for_pool([](const json& p) { return p["busy"] == 1; });
+  http_client c(socket_path);
+  // The id is taken while the exec is in flight.
+  auto dup = c.post("/v1/exec", {{"code", "print(1)"}, {"id", "job-1"}});
+  BOOST_TEST(dup.status == 409u);
+  BOOST_TEST(dup.error_code() == "duplicate_id");
+  BOOST_TEST(dup.json()["error"]["field"] == "/id");
+
+  auto del = c.request("DELETE", "/v1/execs/job-1");
+  BOOST_REQUIRE_MESSAGE(del.status == 202u, del.body);
+  BOOST_TEST(del.json()["cancelled"] == true);
+  BOOST_TEST(del.json()["outcome"] == "cancelled_running");
+  BOOST_TEST(del.json()["id"] == "job-1");
+  auto r = running.get();
+  BOOST_REQUIRE_MESSAGE(r.status == 200u, r.body);
+  BOOST_TEST(r.json()["error_class"] == "cancelled");
+  BOOST_TEST(r.json()["exit_code"] == 125);
+  BOOST_TEST(r.json()["id"] == "job-1");
+  BOOST_TEST(r.json()["exec_id"] == del.json()["exec_id"]);
+
+  // Answered: nothing in flight has that id any more, and it may be used again.
+  auto gone = c.request("DELETE", "/v1/execs/job-1");
+  BOOST_TEST(gone.status == 404u);
+  BOOST_TEST(gone.error_code() == "no_such_exec");
+  auto again = c.post("/v1/exec", {{"code", "print('again')"}, {"id", "job-1"}});
+  BOOST_REQUIRE_MESSAGE(again.status == 200u, again.body);
+  BOOST_TEST(again.json()["stdout"] == "again\n");
+  BOOST_TEST(again.json()["id"] == "job-1");
+  BOOST_TEST(again.json()["exec_id"] != r.json()["exec_id"]);
+  // An exec without an id has none in its result.
+  BOOST_TEST(!exec({{"code", "print(1)"}}).json().contains("id"));
+}
+
+BOOST_AUTO_TEST_CASE(delete_takes_the_numeric_exec_id_too_and_cancels_a_queued_exec) {
+  start();
+  wait_for_pool([](const json& p) { return p["idle"] == 2; });
+  // A fresh API numbers its execs from 1: the first two hold both workers,
+  // the third waits in the queue.
+  std::vector<std::future<http_reply>> replies;
+  for (int i = 0; i < 2; ++i) {
+    replies.push_back(std::async(std::launch::async, [this] {
+      return exec({{"code", "import time; time.sleep(120)"}});
+    }));
+    wait_for_pool([i](const json& p) { return p["busy"] == i + 1; });
+  }
+  auto queued = std::async(std::launch::async,
+                           [this] { return exec({{"code", "print(3)"}, {"id", "third"}}); });
+  wait_for_pool([](const json& p) { return p["queued"] == 1; });
+  http_client c(socket_path);
+  auto q = c.request("DELETE", "/v1/execs/third");
+  BOOST_REQUIRE_MESSAGE(q.status == 202u, q.body);
+  BOOST_TEST(q.json()["outcome"] == "cancelled_queued");
+  BOOST_TEST(q.json()["exec_id"] == 3);
+  auto third = queued.get();
+  BOOST_TEST(third.json()["error_class"] == "cancelled");
+  BOOST_TEST(third.json()["id"] == "third");
+  for (uint64_t exec_id : {1u, 2u}) {
+    auto d = c.request("DELETE", "/v1/execs/" + std::to_string(exec_id));
+    BOOST_REQUIRE_MESSAGE(d.status == 202u, d.body);
+    BOOST_TEST(d.json()["cancelled"] == true);
+    BOOST_TEST(d.json()["exec_id"] == exec_id);
+    BOOST_TEST(!d.json().contains("id"));
+  }
+  for (auto& f : replies) {
+    auto r = f.get();
+    BOOST_TEST(r.json()["error_class"] == "cancelled");
+  }
+  // Nothing in flight: by number, by name, out of range, not a number.
+  for (const char* key : {"1", "3", "third", "99999999999999999999999", "x"}) {
+    auto d = c.request("DELETE", std::string("/v1/execs/") + key);
+    BOOST_TEST(d.status == 404u, key);
+    BOOST_TEST(d.error_code() == "no_such_exec", key);
+  }
+  auto method = c.get("/v1/execs/1");
+  BOOST_TEST(method.status == 405u);
+  BOOST_TEST(method.error_code() == "method_not_allowed");
+  for (const char* target : {"/v1/execs/", "/v1/execs", "/v1/execs/a/b"}) {
+    auto d = c.request("DELETE", target);
+    BOOST_TEST(d.status == 404u, target);
+    BOOST_TEST(d.error_code() == "not_found", target);
+  }
+}
+
+BOOST_AUTO_TEST_CASE(two_deletes_cancel_once) {
+  start();
+  auto running = std::async(std::launch::async, [this] {
+    return exec({{"code", "import time; time.sleep(120)"}, {"id", "twice"}});
+  });
+  wait_for_pool([](const json& p) { return p["busy"] == 1; });
+  // Two clients at once: one cancels it, the other finds it cancelled
+  // (202, cancelled false) or already answered (404).
+  auto del = [this] {
+    http_client c(socket_path);
+    return c.request("DELETE", "/v1/execs/twice");
+  };
+  auto a = std::async(std::launch::async, del);
+  auto b = std::async(std::launch::async, del);
+  int cancelled = 0;
+  for (auto* f : {&a, &b}) {
+    auto d = f->get();
+    BOOST_TEST_INFO(d.body);
+    BOOST_TEST((d.status == 202u || d.status == 404u));
+    if (d.status == 202u && d.json()["cancelled"] == true)
+      ++cancelled;
+    if (d.status == 202u && d.json()["cancelled"] == false)
+      BOOST_TEST(d.json()["outcome"] == "already_finished");
+  }
+  BOOST_TEST(cancelled == 1);
+  BOOST_TEST(running.get().json()["error_class"] == "cancelled");
+}
+
+BOOST_AUTO_TEST_CASE(a_delete_racing_the_end_of_its_exec_agrees_with_the_result) {
+  start();
+  wait_for_pool([](const json& p) { return p["idle"] == 2; });
+  // An exec that ends as the DELETE arrives. Whichever wins, the answers
+  // agree: a DELETE that cancelled goes with a `cancelled` result, one
+  // that did not (too early: 404, too late: 404 or cancelled false) with
+  // the exec's own.
+  int won = 0;
+  int lost = 0;
+  for (int i = 0; i < 20; ++i) {
+    // Each round starts on an idle worker (a cancel costs the pool one).
+    wait_for_pool([](const json& p) { return p["idle"] == 2; });
+    http_client runner(socket_path);
+    runner.send("POST", "/v1/exec",
+                json{{"code", "import time; time.sleep(0.005); print('done')"}, {"id", "race"}}.dump());
+    http_client deleter(socket_path);
+    // Spread the DELETE's moment over the exec's life (not a check on time:
+    // every outcome is right, as long as the two answers agree).
+    std::this_thread::sleep_for(std::chrono::microseconds(4000 * i));
+    auto d = deleter.request("DELETE", "/v1/execs/race");
+    auto r = runner.read();
+    BOOST_TEST_CONTEXT("round " << i << ": " << d.body << " / " << r.body) {
+      BOOST_REQUIRE(r.status == 200u);
+      BOOST_REQUIRE((d.status == 202u || d.status == 404u));
+      const bool cancelled = d.status == 202u && d.json()["cancelled"] == true;
+      if (cancelled) {
+        ++won;
+        BOOST_TEST(r.json()["error_class"] == "cancelled");
+      } else {
+        ++lost;
+        BOOST_TEST(r.json()["error_class"] == "ok");
+        BOOST_TEST(r.json()["stdout"] == "done\n");
+      }
+      if (d.status == 202u)
+        BOOST_TEST(d.json()["exec_id"] == r.json()["exec_id"]);
+    }
+  }
+  BOOST_TEST_MESSAGE("DELETE won " << won << " and lost " << lost << " of 20 races");
+  BOOST_TEST(won + lost == 20);
+  // Whatever happened, every worker came back.
+  wait_for_pool([](const json& p) { return p["idle"] == 2 && p["busy"] == 0; });
+}
+
+BOOST_AUTO_TEST_CASE(a_delete_never_reaches_the_next_exec_that_takes_the_id) {
+  start();
+  auto first = exec({{"code", "print(1)"}, {"id", "reused"}});
+  BOOST_REQUIRE_MESSAGE(first.status == 200u, first.body);
+  const auto first_id = first.json()["exec_id"].get<uint64_t>();
+  auto second = std::async(std::launch::async, [this] {
+    return exec({{"code", "import time; time.sleep(120)"}, {"id", "reused"}});
+  });
+  wait_for_pool([](const json& p) { return p["busy"] == 1; });
+  http_client c(socket_path);
+  // By the first one's number: it is not in flight, and the second is left alone.
+  auto stale = c.request("DELETE", "/v1/execs/" + std::to_string(first_id));
+  BOOST_TEST(stale.status == 404u);
+  BOOST_TEST(api->in_flight() == 1u);
+  // By the name: the exec in flight now, the second.
+  auto d = c.request("DELETE", "/v1/execs/reused");
+  BOOST_REQUIRE_MESSAGE(d.status == 202u, d.body);
+  BOOST_TEST(d.json()["exec_id"] != first_id);
+  auto r = second.get();
+  BOOST_TEST(r.json()["error_class"] == "cancelled");
+  BOOST_TEST(r.json()["exec_id"] == d.json()["exec_id"]);
+}
+
 BOOST_AUTO_TEST_SUITE_END()
