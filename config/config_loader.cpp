@@ -1,5 +1,6 @@
 #include "config/config_loader.hpp"
 
+#include <grp.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -23,6 +24,7 @@
 #include "actors/policy/engine/syscall_names.hpp"
 #include "config/byte_size.hpp"
 #include "config/listen_check.hpp"
+#include "config/tokens_loader.hpp"
 #include "platform/install_layout.hpp"
 
 namespace castellan::config {
@@ -206,6 +208,8 @@ public:
 
   std::vector<config_error> errors;
   std::vector<config_error> warnings;
+  /// Errors in other files (the tokens file): listed after this file's.
+  std::vector<config_error> other_errors;
 
   void error(place where, std::string key, std::string value, std::string message) {
     errors.push_back(config_error{file_, where.line, where.column, std::move(key), std::move(value),
@@ -236,7 +240,12 @@ private:
   void read_pool(table_reader& t, pool_entry& pool, pool_places& where);
   void check_pools(serve_config& cfg, const std::vector<pool_places>& places,
                    place policies_dir_place);
-  void check_tokens_file(const std::string& path, place where);
+  /// True when the file may be read as a tokens file.
+  bool check_tokens_file(const std::string& path, place where);
+  void read_auth(table_reader& t, auth_settings& a, place& tokens_place);
+  /// The listeners against the auth settings: a plain TCP listener only on
+  /// loopback, and only when the file allows it.
+  void check_listeners(const serve_config& cfg, const std::vector<place>& listen_places);
 
   std::string file_;
   std::string base_dir_;
@@ -571,21 +580,68 @@ void loader::read_pool(table_reader& t, pool_entry& pool, pool_places& where) {
   t.finish();
 }
 
-void loader::check_tokens_file(const std::string& path, place where) {
+bool loader::check_tokens_file(const std::string& path, place where) {
   struct stat st {};
   if (::stat(path.c_str(), &st) != 0) {
     error(where, "auth.tokens_file", toml_quoted(path), std::strerror(errno));
-    return;
+    return false;
   }
   if (!S_ISREG(st.st_mode)) {
     error(where, "auth.tokens_file", toml_quoted(path), "not a regular file");
-    return;
+    return false;
   }
   if ((st.st_mode & (S_IRWXG | S_IRWXO)) != 0) {
     char mode[8];
     std::snprintf(mode, sizeof mode, "%04o", static_cast<unsigned>(st.st_mode & 07777));
     error(where, "auth.tokens_file", toml_quoted(path),
           std::string("mode ") + mode + " lets others than its owner use it (chmod 600)");
+    return false;
+  }
+  return true;
+}
+
+void loader::read_auth(table_reader& t, auth_settings& a, place& tokens_place) {
+  if (t.read_string("tokens_file", a.tokens_file))
+    tokens_place = place_of(t.get("tokens_file")->source());
+  std::string mode;
+  if (t.read_choice("socket_mode", {"0600", "0660"}, mode))
+    a.socket_mode = mode == "0660" ? 0660 : 0600;
+  if (t.read_string("socket_group", a.socket_group)) {
+    const auto& n = *t.get("socket_group");
+    if (a.socket_group.empty()) {
+      // The daemon's group, as without the key.
+    } else if (a.socket_mode != 0660) {
+      t.error(n, "socket_group",
+              "the group has no access with socket_mode \"0600\": set socket_mode = \"0660\"");
+    } else if (check_files_) {
+      // getgrnam_r with a buffer that grows: a group with many members
+      // needs more than the usual size.
+      std::vector<char> buf(4096);
+      group g{};
+      group* found = nullptr;
+      int rc;
+      while ((rc = ::getgrnam_r(a.socket_group.c_str(), &g, buf.data(), buf.size(), &found)) ==
+                 ERANGE &&
+             buf.size() < (1u << 20))
+        buf.resize(buf.size() * 2);
+      if (rc != 0)
+        t.error(n, "socket_group", std::string("cannot look it up: ") + std::strerror(rc));
+      else if (!found)
+        t.error(n, "socket_group", "no such group");
+      else
+        a.socket_gid = found->gr_gid;
+    }
+  }
+  t.read_bool("allow_plaintext_loopback", a.allow_plaintext_loopback);
+  t.finish();
+}
+
+void loader::check_listeners(const serve_config& cfg, const std::vector<place>& listen_places) {
+  for (std::size_t i = 0; i < cfg.listen.size() && i < listen_places.size(); ++i) {
+    std::string why = check_listener_security(cfg.listen[i], cfg.auth.allow_plaintext_loopback,
+                                              !cfg.auth.tokens_file.empty());
+    if (!why.empty())
+      error(listen_places[i], "listen[" + std::to_string(i) + "]", toml_quoted(cfg.listen[i]), why);
   }
 }
 
@@ -718,8 +774,13 @@ void loader::load(const toml::table& root, serve_config& cfg) {
   table_reader top(*this, root, "", "");
   // Top level.
   auto check_listen = [](const std::string& address) { return check_listen_address(address); };
-  if (top.read_strings("listen", cfg.listen, check_listen) && cfg.listen.empty())
-    top.error(*top.get("listen"), "listen", "must list at least one address");
+  std::vector<place> listen_places;
+  if (top.read_strings("listen", cfg.listen, check_listen)) {
+    if (cfg.listen.empty())
+      top.error(*top.get("listen"), "listen", "must list at least one address");
+    for (const auto& e : *top.get("listen")->as_array())
+      listen_places.push_back(place_of(e.source()));
+  }
   top.read_uint("drain_grace_ms", 0, 3600000, cfg.drain_grace_ms);
   place state_dir_place;
   if (top.read_string("state_dir", cfg.state_dir))
@@ -741,9 +802,7 @@ void loader::load(const toml::table& root, serve_config& cfg) {
     const auto* t = top.read_table("auth");
     toml::table empty;
     table_reader r(*this, t ? *t : empty, "auth", "auth");
-    if (r.read_string("tokens_file", cfg.tokens_file))
-      tokens_place = place_of(r.get("tokens_file")->source());
-    r.finish();
+    read_auth(r, cfg.auth, tokens_place);
   }
   // [audit]
   std::string audit_file = "audit.jsonl";
@@ -803,12 +862,14 @@ void loader::load(const toml::table& root, serve_config& cfg) {
   if (cfg.state_dir.empty())
     cfg.state_dir = default_state_dir();
   cfg.state_dir = absolute(cfg.state_dir, base_dir_);
-  if (cfg.listen.empty())
+  if (cfg.listen.empty()) {
     cfg.listen.push_back(default_listen_address());
+    listen_places.emplace_back();
+  }
   if (!audit_file.empty())
     cfg.audit.file.path = absolute(audit_file, cfg.state_dir);
-  if (!cfg.tokens_file.empty())
-    cfg.tokens_file = absolute(cfg.tokens_file, base_dir_);
+  if (!cfg.auth.tokens_file.empty())
+    cfg.auth.tokens_file = absolute(cfg.auth.tokens_file, base_dir_);
   if (cfg.policies.directory.empty()) {
     if (auto layout = platform::find_install_layout(); layout && !layout->policies_dir.empty())
       cfg.policies.directory = layout->policies_dir;
@@ -825,10 +886,19 @@ void loader::load(const toml::table& root, serve_config& cfg) {
     if (::stat(cfg.state_dir.c_str(), &st) == 0 && !S_ISDIR(st.st_mode))
       error(state_dir_place, "state_dir", toml_quoted(cfg.state_dir),
             "exists and is not a directory");
-    if (!cfg.tokens_file.empty())
-      check_tokens_file(cfg.tokens_file, tokens_place);
   }
   check_pools(cfg, places, policies_dir_place);
+  if (check_files_ && !cfg.auth.tokens_file.empty() &&
+      check_tokens_file(cfg.auth.tokens_file, tokens_place)) {
+    std::vector<std::string> pool_names;
+    for (const auto& p : cfg.pools)
+      pool_names.push_back(p.spec.name);
+    auto tokens = load_tokens_file(cfg.auth.tokens_file, pool_names);
+    for (auto& e : tokens.errors)
+      other_errors.push_back(std::move(e));
+    cfg.auth.tokens = std::move(tokens.tokens);
+  }
+  check_listeners(cfg, listen_places);
 }
 
 std::string directory_of(const std::string& path) {
@@ -920,11 +990,19 @@ config_load run(std::string_view text, const std::string& source, const std::str
   std::stable_sort(l.errors.begin(), l.errors.end(), by_place);
   std::stable_sort(l.warnings.begin(), l.warnings.end(), by_place);
   out.errors = std::move(l.errors);
+  for (auto& e : l.other_errors)
+    out.errors.push_back(std::move(e));
   out.warnings = std::move(l.warnings);
   return out;
 }
 
 } // namespace
+
+std::optional<std::pair<uint32_t, uint32_t>> find_too_deep_key(std::string_view text) {
+  if (auto deep = too_deep_key(text))
+    return std::make_pair(deep->line, deep->column);
+  return std::nullopt;
+}
 
 config_load parse_serve_config(std::string_view text, const std::string& source,
                                const std::string& base_dir) {

@@ -10,8 +10,11 @@
 /// Relative paths are relative to the config file's directory, except
 /// `audit.file`, which is relative to `state_dir`.
 
+#include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "config/config_error.hpp"
@@ -43,6 +46,12 @@ config_load parse_serve_config(std::string_view text, const std::string& source,
 /// The built-in default: what an empty config file gives (one pool,
 /// "default", under the policy "default"; the default socket).
 config_load builtin_serve_config();
+
+/// The line and column of the first dotted key (or table header) of more
+/// than 32 dots in `text`, if any: such a key would make toml++ recurse
+/// once per dot (see docs/config.md). Files of castellan's are checked with
+/// it before they are parsed.
+std::optional<std::pair<uint32_t, uint32_t>> find_too_deep_key(std::string_view text);
 
 /// Every key the loader reads, as generic paths ("pools[].limits.memory"),
 /// sorted: the reference docs/config.md must describe.

@@ -16,4 +16,18 @@ std::string check_listen_address(std::string_view address) {
   return why;
 }
 
+std::string check_listener_security(std::string_view address, bool allow_plaintext_loopback,
+                                    bool tokens_file) {
+  auto parsed = api::parse_listen_address(address);
+  if (!parsed || parsed->type == api::listen_address::kind::unix_socket)
+    return {};
+  if (!api::is_loopback_host(parsed->host))
+    return "not a loopback address: plain TCP listens on loopback only";
+  if (!allow_plaintext_loopback)
+    return std::string("plain TCP on loopback lets any local user connect: set "
+                       "auth.allow_plaintext_loopback = true to allow it") +
+           (tokens_file ? "" : " (and auth.tokens_file to require tokens)");
+  return {};
+}
+
 } // namespace castellan::config

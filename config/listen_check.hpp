@@ -13,4 +13,11 @@ namespace castellan::config {
 /// `config check` and `castellan serve --listen` accept the same addresses.
 std::string check_listen_address(std::string_view address);
 
+/// Why the listener `address` (a valid one) is not allowed with these
+/// settings, or empty when it is: a plain `tcp:` listener only on loopback,
+/// and only with `auth.allow_plaintext_loopback = true`. `castellan serve`
+/// checks its `--listen` addresses with it too.
+std::string check_listener_security(std::string_view address, bool allow_plaintext_loopback,
+                                    bool tokens_file);
+
 } // namespace castellan::config

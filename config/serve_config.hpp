@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "actors/api/access_control.hpp"
 #include "actors/audit/audit_messages.hpp"
 #include "actors/policy/policy_actor.hpp"
 #include "actors/pool/pool_spec.hpp"
@@ -35,6 +36,24 @@ struct pool_entry {
   std::string policy_file;
 };
 
+/// `[auth]`: the API's clients (docs/api.md, "Authentication").
+struct auth_settings {
+  /// The bearer tokens file (absolute, or empty: none): readable by its
+  /// owner only, loaded into `tokens`.
+  std::string tokens_file;
+  /// Its tokens (none without a tokens file, or with an empty one).
+  std::vector<api::token_entry> tokens;
+  /// The unix sockets' mode: 0600 (the daemon's user only) or 0660 (and
+  /// the members of `socket_group`).
+  uint32_t socket_mode = 0600;
+  /// The unix sockets' group by name (empty: the daemon's group) and id
+  /// (-1: the daemon's group), resolved when the file is checked.
+  std::string socket_group;
+  int64_t socket_gid = -1;
+  /// Plain `tcp:` listeners on loopback are allowed only with this.
+  bool allow_plaintext_loopback = false;
+};
+
 /// A loaded, checked castellan.toml.
 struct serve_config {
   std::string source; ///< the file it came from ("<built-in>" for the built-in default)
@@ -57,9 +76,8 @@ struct serve_config {
   proxy::egress_limits egress;
   /// What requests that bring their own policy may ask for.
   policy_pool_config request_policies;
-  /// The bearer tokens file (absolute, or empty: none). Checked to exist and
-  /// to be readable by its owner only; not yet enforced by anything.
-  std::string tokens_file;
+  /// Who may use the API: `[auth]`.
+  auth_settings auth;
 };
 
 /// "unix:/run/castellan/castellan.sock" for root, else

@@ -72,17 +72,26 @@ bool loopback_host(std::string_view host) {
 struct in_flight_exec {
   uint64_t exec_id = 0; ///< the API's number for it, never reused by this daemon
   std::string id;       ///< the client's name for it ("" when it gave none)
-  /// Who admitted it, for may_cancel: empty while the API does not tell
-  /// clients apart (with bearer tokens, the token's identity goes here).
-  std::string owner;
+  /// Who admitted it: its token counts it, and only that token (or a
+  /// caller without one) may cancel it.
+  caller owner;
 };
 
-/// Whether the client of `req` may cancel `exec`. Any client may while the
-/// API has no notion of who a client is (a unix socket of mode 0600, a
-/// loopback listener): this is where a token's ownership of the exec is to
-/// be checked.
-bool may_cancel(const in_flight_exec& /*exec*/, const http_request& /*req*/) {
-  return true;
+/// Whether `who` may cancel `exec`. A caller without a token (the unix
+/// socket's users, whose permissions admit them; a plain loopback listener
+/// without a tokens file) may cancel any exec; a token only its own.
+bool may_cancel(const in_flight_exec& exec, const caller& who) {
+  if (who.type != caller::kind::token)
+    return true;
+  return exec.owner.type == caller::kind::token && exec.owner.token == who.token;
+}
+
+/// The key of a client's id in by_client_id: ids are the caller's own, so
+/// that a token neither collides with another's ids (409) nor learns them.
+std::string client_key(const caller& who, const std::string& id) {
+  if (who.type != caller::kind::token)
+    return "-" + id;
+  return std::to_string(who.token) + "-" + id;
 }
 
 /// `text` as a decimal exec id, or 0 when it is not one.
@@ -108,13 +117,17 @@ struct api_service::state final : api_responder {
   http_server* srv = nullptr;          ///< the server, for its own I/O thread
   std::unique_ptr<http_server> server; ///< owned; stopped, never reset, by stop()
 
+  std::string default_pool; ///< where a request without `pool` runs
+
   mutable std::mutex m;
   std::condition_variable idle_cv;
   /// Execs in flight by the server's request id, and two indexes into it:
-  /// by the client's id and by exec id. All under `m`.
+  /// by the client's id (scoped to its caller, client_key) and by exec id.
+  /// All under `m`.
   std::unordered_map<uint64_t, in_flight_exec> execs;
   std::unordered_map<std::string, uint64_t> by_client_id;
   std::unordered_map<uint64_t, uint64_t> by_exec_id;
+  access_control access;     ///< under `m`
   uint64_t next_exec_id = 1; ///< under `m`
   bool draining = false;     ///< under `m`
   bool stopped = false;      ///< under `m`
@@ -125,8 +138,9 @@ struct api_service::state final : api_responder {
     // has its answer can use the exec's id again at once.
     if (auto it = execs.find(request_id); it != execs.end()) {
       if (!it->second.id.empty())
-        by_client_id.erase(it->second.id);
+        by_client_id.erase(client_key(it->second.owner, it->second.id));
       by_exec_id.erase(it->second.exec_id);
+      access.release(it->second.owner);
       execs.erase(it);
       if (execs.empty())
         idle_cv.notify_all();
@@ -147,6 +161,27 @@ struct api_service::state final : api_responder {
                                               "' does not name a loopback address"));
       return;
     }
+    caller who;
+    {
+      std::lock_guard<std::mutex> guard(m);
+      who = access.identify(req.authorization, req.tcp && access.has_tokens_file());
+    }
+    // The secret goes no further than this.
+    req.authorization.clear();
+    if (!who.allowed()) {
+      const bool missing = who.type == caller::kind::missing;
+      http_response r = error_response(
+          401, "unauthorized",
+          missing ? "this listener needs a bearer token: Authorization: Bearer <token>"
+                  : "the Authorization header is not a valid bearer token of this server");
+      // RFC 6750: a request without credentials gets the bare challenge,
+      // one with bad credentials the invalid_token error.
+      r.headers.emplace_back("WWW-Authenticate",
+                             missing ? R"(Bearer realm="castellan")"
+                                     : R"(Bearer realm="castellan", error="invalid_token")");
+      srv->respond(req.id, std::move(r));
+      return;
+    }
     auto allow = [&](const char* method) {
       if (req.method == method)
         return true;
@@ -158,12 +193,12 @@ struct api_service::state final : api_responder {
     };
     if (path == "/v1/exec" || path == "/v1/run") {
       if (allow("POST"))
-        admit_exec(std::move(req), path == "/v1/run");
+        admit_exec(std::move(req), path == "/v1/run", who);
     } else if (path.substr(0, execs_prefix.size()) == execs_prefix &&
                path.size() > execs_prefix.size() &&
                path.find('/', execs_prefix.size()) == std::string_view::npos) {
       if (allow("DELETE"))
-        cancel_exec(req, path.substr(execs_prefix.size()));
+        cancel_exec(req, who, path.substr(execs_prefix.size()));
     } else if (path == "/v1/pools") {
       if (allow("GET"))
         caf::anon_send(actor, status_atom::value, req.id);
@@ -189,7 +224,7 @@ struct api_service::state final : api_responder {
     }
   }
 
-  void admit_exec(http_request req, bool command) {
+  void admit_exec(http_request req, bool command, const caller& who) {
     // Refusing other media types keeps a web page from posting to a
     // loopback listener: a browser sends application/json only after a
     // CORS preflight, which this server never grants.
@@ -214,7 +249,8 @@ struct api_service::state final : api_responder {
                                             "execs"));
         return;
       }
-      if (!body.id.empty() && by_client_id.count(body.id) != 0) {
+      const std::string key = client_key(who, body.id);
+      if (!body.id.empty() && by_client_id.count(key) != 0) {
         srv->respond(req.id,
                      json_response(409, error_body("duplicate_id",
                                                    "an exec with id '" + body.id +
@@ -223,14 +259,36 @@ struct api_service::state final : api_responder {
                                                    "/id")));
         return;
       }
+      // A request with its own policy is checked against the pool it
+      // names as well: the allowlist is of pools, whatever the policy.
+      const std::string& pool = er.pool.empty() ? default_pool : er.pool;
+      switch (access.admit(who, pool)) {
+      case admission::admitted:
+        break;
+      case admission::pool_not_allowed: {
+        http_response r = json_response(403, error_body("pool_not_allowed",
+                                                        "token '" + access.entry(who).name +
+                                                            "' may not use pool '" + pool + "'",
+                                                        er.pool.empty() ? "" : "/pool"));
+        srv->respond(req.id, std::move(r));
+        return;
+      }
+      case admission::too_many_execs:
+        srv->respond(req.id, error_response(429, "too_many_execs",
+                                            "token '" + access.entry(who).name + "' has " +
+                                                std::to_string(access.entry(who).max_concurrent) +
+                                                " execs in flight, its max_concurrent"));
+        return;
+      }
       // The API numbers every exec, so that a client that goes away, or a
       // DELETE, can have it cancelled.
       er.exec_id = next_exec_id++;
       in_flight_exec x;
       x.exec_id = er.exec_id;
       x.id = body.id;
+      x.owner = who;
       if (!x.id.empty())
-        by_client_id.emplace(x.id, req.id);
+        by_client_id.emplace(key, req.id);
       by_exec_id.emplace(x.exec_id, req.id);
       execs.emplace(req.id, std::move(x));
     }
@@ -241,16 +299,16 @@ struct api_service::state final : api_responder {
   /// flight, or its exec id. The cancel goes by exec id, which this daemon
   /// never gives twice: an exec that took over a client's id after the
   /// named one finished is never cancelled by a DELETE meant for that one.
-  void cancel_exec(const http_request& req, std::string_view key) {
+  void cancel_exec(const http_request& req, const caller& who, std::string_view key) {
     std::lock_guard<std::mutex> guard(m);
     auto found = execs.end();
-    if (auto n = by_client_id.find(std::string(key)); n != by_client_id.end())
+    if (auto n = by_client_id.find(client_key(who, std::string(key))); n != by_client_id.end())
       found = execs.find(n->second);
     else if (auto e = by_exec_id.find(decimal_exec_id(key)); e != by_exec_id.end())
       found = execs.find(e->second);
     // Another client's exec reads as no exec at all: a DELETE tells nobody
     // what others run.
-    if (found == execs.end() || !may_cancel(found->second, req)) {
+    if (found == execs.end() || !may_cancel(found->second, who)) {
       srv->respond(req.id, error_response(404, "no_such_exec",
                                           "no exec in flight has the id '" + std::string(key) +
                                               "' (a client's id or an exec_id)"));
@@ -271,12 +329,15 @@ struct api_service::state final : api_responder {
 outcome<std::unique_ptr<api_service>>
 api_service::start(caf::actor_system& sys, supervisor_actor supervisor, api_options opts) {
   auto st = std::make_shared<state>();
+  st->default_pool = opts.default_pool;
+  if (opts.tokens)
+    st->access = access_control(std::move(*opts.tokens));
   st->actor = spawn_api_actor(sys, std::move(supervisor), st);
   state* raw = st.get();
   http_server::callbacks cb;
   cb.on_request = [raw](http_request req) { raw->on_request(std::move(req)); };
   cb.on_abandoned = [raw](uint64_t id) { raw->on_abandoned(id); };
-  auto server = http_server::start(opts.listen, opts.limits, std::move(cb));
+  auto server = http_server::start(opts.listen, opts.limits, std::move(cb), opts.socket_access);
   if (!server) {
     caf::anon_send_exit(st->actor, caf::exit_reason::user_shutdown);
     return server.error();

@@ -8,10 +8,13 @@
 #include <chrono>
 #include <cstddef>
 #include <memory>
+#include <optional>
+#include <string>
 #include <vector>
 
 #include <caf/actor_system.hpp>
 
+#include "actors/api/access_control.hpp"
 #include "actors/api/http_server.hpp"
 #include "actors/api/listen_address.hpp"
 #include "actors/supervisor/supervisor_actor.hpp"
@@ -22,6 +25,14 @@ namespace castellan::api {
 struct api_options {
   std::vector<listen_address> listen;
   http_limits limits;
+  /// Who may connect to the unix sockets.
+  unix_socket_access socket_access;
+  /// The tokens file's entries; nullopt: no tokens file. With one, every
+  /// TCP request needs a valid token (docs/api.md, "Authentication").
+  std::optional<std::vector<token_entry>> tokens;
+  /// The pool a request that names none runs on (the config's first): a
+  /// token's allowlist is checked against it.
+  std::string default_pool = "default";
 };
 
 class api_service {

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstdio>
 #include <cstring>
 #include <optional>
 #include <thread>
@@ -234,6 +235,11 @@ private:
     out.target = std::string(req.target());
     out.content_type = std::string(req[http::field::content_type]);
     out.host = std::string(req[http::field::host]);
+    // Every Authorization header, joined as a list: two of them make a
+    // value no bearer token matches (a comma), never a choice of one.
+    auto [first, last] = req.equal_range(http::field::authorization);
+    for (auto it = first; it != last; ++it)
+      out.authorization += (out.authorization.empty() ? "" : ", ") + std::string(it->value());
     out.body = std::move(req.body());
     out.tcp = tcp_;
     keep_alive_ = req.keep_alive();
@@ -365,7 +371,8 @@ outcome<bool> unix_socket_alive(const std::string& path) {
   return errno_failure("connect to '" + path + "'", err);
 }
 
-outcome<int> bind_unix(const std::string& path, owned_socket& owned) {
+outcome<int> bind_unix(const std::string& path, const unix_socket_access& access,
+                       owned_socket& owned) {
   struct stat st {};
   if (::lstat(path.c_str(), &st) == 0) {
     if (!S_ISSOCK(st.st_mode))
@@ -394,12 +401,22 @@ outcome<int> bind_unix(const std::string& path, owned_socket& owned) {
   }
   // Until listen() nobody can connect, so the socket is never reachable
   // with the mode bind gave it. AT_SYMLINK_NOFOLLOW: a symlink put in its
-  // place is refused, not followed.
-  if (::fchmodat(AT_FDCWD, path.c_str(), 0600, AT_SYMLINK_NOFOLLOW) != 0 ||
+  // place is refused, not followed. The group first: chmod after chown
+  // keeps the mode whatever chown clears.
+  char mode_text[8];
+  std::snprintf(mode_text, sizeof mode_text, "%04o", static_cast<unsigned>(access.mode));
+  const bool grouped = access.gid >= 0;
+  const auto gid = static_cast<gid_t>(access.gid);
+  errno = 0;
+  if ((grouped &&
+       ::fchownat(AT_FDCWD, path.c_str(), static_cast<uid_t>(-1), gid, AT_SYMLINK_NOFOLLOW) != 0) ||
+      ::fchmodat(AT_FDCWD, path.c_str(), static_cast<mode_t>(access.mode), AT_SYMLINK_NOFOLLOW) !=
+          0 ||
       ::lstat(path.c_str(), &st) != 0 || !S_ISSOCK(st.st_mode) || st.st_uid != ::geteuid() ||
-      (st.st_mode & 07777) != 0600) {
-    auto f = errno_failure("make '" + path + "' a socket of mode 0600 owned by uid " +
-                           std::to_string(::geteuid()));
+      (grouped && st.st_gid != gid) || (st.st_mode & 07777) != access.mode) {
+    auto f = errno_failure("make '" + path + "' a socket of mode " + mode_text + " owned by uid " +
+                           std::to_string(::geteuid()) +
+                           (grouped ? " and gid " + std::to_string(gid) : std::string()));
     ::close(fd);
     ::unlink(path.c_str());
     return f;
@@ -462,7 +479,8 @@ http_server::~http_server() {
 }
 
 outcome<std::unique_ptr<http_server>> http_server::start(const std::vector<listen_address>& where,
-                                                         http_limits limits, callbacks cb) {
+                                                         http_limits limits, callbacks cb,
+                                                         unix_socket_access access) {
   if (where.empty())
     return logic_failure("no listen address");
   auto p = std::make_unique<impl>();
@@ -475,7 +493,7 @@ outcome<std::unique_ptr<http_server>> http_server::start(const std::vector<liste
   for (const auto& addr : where) {
     if (addr.type == listen_address::kind::unix_socket) {
       owned_socket owned;
-      auto fd = bind_unix(addr.path, owned);
+      auto fd = bind_unix(addr.path, access, owned);
       if (!fd) {
         undo();
         return fd.error().wrap("listen " + addr.to_string());

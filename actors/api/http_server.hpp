@@ -32,6 +32,13 @@ struct http_limits {
   std::size_t max_connections = 256;
 };
 
+/// Who may connect to the unix sockets: the file's mode and group, set
+/// between bind and listen.
+struct unix_socket_access {
+  uint32_t mode = 0600; ///< 0600 (the daemon's user) or 0660 (and the group)
+  int64_t gid = -1;     ///< the socket's group; -1: the daemon's
+};
+
 /// One request, as the callback gets it.
 struct http_request {
   uint64_t id = 0;    ///< what respond() is called with
@@ -39,6 +46,8 @@ struct http_request {
   std::string target; ///< the path, query string included
   std::string content_type;
   std::string host; ///< the Host header
+  /// The Authorization header: a secret, never to be logged or echoed.
+  std::string authorization;
   std::string body;
   bool tcp = false; ///< arrived on a TCP listener (else a unix socket)
 };
@@ -61,11 +70,13 @@ public:
     std::function<void(uint64_t)> on_abandoned;
   };
 
-  /// Binds every listener (a unix socket: mode 0600, after checking that
-  /// no server answers on a socket already there, which is then removed;
-  /// TCP: loopback addresses only) and starts the I/O thread.
+  /// Binds every listener (a unix socket: mode and group as `access` says,
+  /// 0600 by default, after checking that no server answers on a socket
+  /// already there, which is then removed; TCP: loopback addresses only)
+  /// and starts the I/O thread.
   static outcome<std::unique_ptr<http_server>> start(const std::vector<listen_address>& where,
-                                                     http_limits limits, callbacks cb);
+                                                     http_limits limits, callbacks cb,
+                                                     unix_socket_access access = {});
 
   /// Stops (see stop()).
   ~http_server();

@@ -1,5 +1,7 @@
 #include "actors/api/listen_address.hpp"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <sys/un.h>
 
 #include <cctype>
@@ -44,6 +46,19 @@ std::string listen_address::to_string() const {
     return "unix:" + path;
   const bool v6 = host.find(':') != std::string::npos;
   return "tcp:" + (v6 ? "[" + host + "]" : host) + ":" + std::to_string(port);
+}
+
+bool is_loopback_host(std::string_view host) {
+  if (host == "localhost")
+    return true;
+  const std::string text(host);
+  in_addr v4{};
+  if (::inet_pton(AF_INET, text.c_str(), &v4) == 1)
+    return (ntohl(v4.s_addr) >> 24) == 127;
+  in6_addr v6{};
+  if (::inet_pton(AF_INET6, text.c_str(), &v6) == 1)
+    return IN6_IS_ADDR_LOOPBACK(&v6);
+  return false;
 }
 
 outcome<listen_address> parse_listen_address(std::string_view text) {

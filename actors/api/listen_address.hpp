@@ -26,6 +26,10 @@ struct listen_address {
   std::string to_string() const;
 };
 
+/// Whether a TCP listener's host is this machine's loopback: `localhost`,
+/// an IPv4 address in 127.0.0.0/8, or `::1`.
+bool is_loopback_host(std::string_view host);
+
 /// Parses `unix:PATH` (an absolute path of at most 107 bytes, no NUL) or
 /// `tcp:HOST:PORT` (HOST an IPv4 address, `[IPv6]` or a DNS name; PORT
 /// 0-65535). The failure names the part that is wrong.

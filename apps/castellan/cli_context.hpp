@@ -34,5 +34,7 @@ void add_audit_commands(CLI::App& app, cli_context& ctx);
 void add_serve_command(CLI::App& app, cli_context& ctx);
 /// `castellan config check` (apps/castellan/config_command.cpp).
 void add_config_commands(CLI::App& app, cli_context& ctx);
+/// `castellan token new` (apps/castellan/token_command.cpp).
+void add_token_commands(CLI::App& app, cli_context& ctx);
 
 } // namespace castellan::cli

@@ -26,6 +26,7 @@
 #include "apps/castellan/cli_context.hpp"
 #include "apps/castellan/default_pool.hpp"
 #include "config/config_loader.hpp"
+#include "config/listen_check.hpp"
 #include "config/supervisor_setup.hpp"
 #include "ipc/unique_fd.hpp"
 
@@ -34,9 +35,9 @@ namespace castellan::cli {
 namespace {
 
 struct serve_options : pool_options {
-  std::string config_file;   ///< --config: pools, policies, audit… from castellan.toml
-  bool pool_flags = false;   ///< a pool flag was given (they describe the one built-in pool)
-  bool drain_given = false;  ///< --drain-grace-ms was given (it wins over the config's)
+  std::string config_file;  ///< --config: pools, policies, audit… from castellan.toml
+  bool pool_flags = false;  ///< a pool flag was given (they describe the one built-in pool)
+  bool drain_given = false; ///< --drain-grace-ms was given (it wins over the config's)
   std::vector<std::string> listen;
   uint64_t drain_grace_ms = 10000;
   uint64_t max_body_bytes = 4 * 1024 * 1024;
@@ -99,7 +100,8 @@ private:
 /// The supervisor's config and the daemon's settings from `o.config_file`:
 /// every error of the file is printed; false if there was one.
 bool load_config_file(const serve_options& o, supervisor_config& sc,
-                      std::vector<std::string>& listen, uint64_t& drain_grace_ms) {
+                      std::vector<std::string>& listen, uint64_t& drain_grace_ms,
+                      api::api_options& api_opts) {
   const auto loaded = config::load_serve_config(o.config_file);
   for (const auto& w : loaded.warnings)
     std::cerr << w.describe() << '\n';
@@ -125,8 +127,28 @@ bool load_config_file(const serve_options& o, supervisor_config& sc,
     return false;
   }
   sc = std::move(*made);
-  if (listen.empty())
+  const auto& auth = loaded.config.auth;
+  if (listen.empty()) {
     listen = loaded.config.listen;
+  } else {
+    // Listeners given here follow the file's rules, as its own do.
+    bool ok = true;
+    for (const auto& t : listen) {
+      auto why = config::check_listener_security(t, auth.allow_plaintext_loopback,
+                                                 !auth.tokens_file.empty());
+      if (!why.empty()) {
+        std::cerr << "castellan serve: --listen " << t << ": " << why << "\n";
+        ok = false;
+      }
+    }
+    if (!ok)
+      return false;
+  }
+  if (!auth.tokens_file.empty())
+    api_opts.tokens = auth.tokens;
+  api_opts.socket_access.mode = auth.socket_mode;
+  api_opts.socket_access.gid = auth.socket_gid;
+  api_opts.default_pool = loaded.config.pools.front().spec.name;
   if (!o.drain_given)
     drain_grace_ms = loaded.config.drain_grace_ms;
   return true;
@@ -141,8 +163,9 @@ int run_serve(const serve_options& o) {
   supervisor_config sc;
   std::vector<std::string> texts = o.listen;
   uint64_t drain_grace_ms = o.drain_grace_ms;
+  api::api_options api_opts;
   if (!o.config_file.empty()) {
-    if (!load_config_file(o, sc, texts, drain_grace_ms))
+    if (!load_config_file(o, sc, texts, drain_grace_ms, api_opts))
       return usage_exit_code;
   } else {
     auto pc = default_pool(o);
@@ -150,9 +173,9 @@ int run_serve(const serve_options& o) {
       std::cerr << "castellan serve: " << pc.error().describe() << "\n";
       return usage_exit_code;
     }
+    api_opts.default_pool = pc->name;
     sc.pools.push_back(std::move(*pc));
   }
-  api::api_options api_opts;
   if (texts.empty()) {
     auto def = default_listen();
     if (!def) {
@@ -185,14 +208,19 @@ int run_serve(const serve_options& o) {
     std::cerr << "castellan serve: " << sup.error().describe() << "\n";
     return usage_exit_code;
   }
+  const bool api_opts_tokens = api_opts.tokens.has_value();
   auto api = api::api_service::start(sys, *sup, std::move(api_opts));
   if (!api) {
     std::cerr << "castellan serve: " << api.error().describe() << "\n";
     caf::anon_send(*sup, shutdown_atom::value);
     return usage_exit_code;
   }
-  for (const auto& b : (*api)->bound())
+  for (const auto& b : (*api)->bound()) {
     std::cout << "castellan: listening on " << b.to_string() << std::endl;
+    if (b.type == api::listen_address::kind::tcp && !api_opts_tokens)
+      std::cerr << "castellan: " << b.to_string()
+                << " is unauthenticated: any local user can run code through it\n";
+  }
 
   int sig = signals.wait();
   while (sig == SIGHUP) {
@@ -225,10 +253,11 @@ void add_serve_command(CLI::App& app, cli_context& ctx) {
                     "unix:PATH or tcp:HOST:PORT (loopback only), repeatable (default: "
                     "unix:/run/castellan/castellan.sock as root, else "
                     "unix:$XDG_RUNTIME_DIR/castellan.sock)");
-  serve->add_option("--config", opts->config_file,
-                    "A castellan.toml (docs/config.md): its pools, policy directory, audit, "
-                    "egress limits, listeners and drain grace; --listen and --drain-grace-ms "
-                    "given here win")
+  serve
+      ->add_option("--config", opts->config_file,
+                   "A castellan.toml (docs/config.md): its pools, policy directory, audit, "
+                   "egress limits, listeners and drain grace; --listen and --drain-grace-ms "
+                   "given here win")
       ->check(CLI::ExistingFile);
   const auto before = serve->get_options().size();
   add_pool_flags(serve, *opts);

@@ -67,7 +67,7 @@ BOOST_AUTO_TEST_CASE(the_default_file_loads_with_the_pool_defaults) {
   BOOST_TEST(c.audit.file.path == c.state_dir + "/audit.jsonl");
   BOOST_TEST(!c.audit.enabled);
   BOOST_TEST(c.drain_grace_ms == 10000u);
-  BOOST_TEST(c.tokens_file.empty());
+  BOOST_TEST(c.auth.tokens_file.empty());
   if (::geteuid() == 0) {
     BOOST_TEST(c.listen == std::vector<std::string>{"unix:/run/castellan/castellan.sock"});
     BOOST_TEST(c.state_dir == "/var/lib/castellan");
@@ -160,7 +160,7 @@ BOOST_AUTO_TEST_CASE(listen_addresses_are_parsed_as_serve_parses_them) {
   BOOST_TEST(only_error("listen = []\n") == "1:10: listen: []: must list at least one address");
   config_dir d;
   auto l = d.load("listen = [\"unix:/run/c.sock\", \"tcp:[::1]:8080\", \"tcp:localhost:0\"]\n" +
-                  source_policies());
+                  source_policies() + "[auth]\nallow_plaintext_loopback = true\n");
   BOOST_TEST_REQUIRE(l.ok(), all_errors(l));
   BOOST_TEST(l.config.listen.size() == 3u);
 }
@@ -239,7 +239,8 @@ BOOST_AUTO_TEST_CASE(unknown_keys_everywhere) {
              "2:1: egress.connections_per_wroker: 3: unknown key (did you mean "
              "\"connections_per_worker\"?)");
   BOOST_TEST(only_error("[auth]\npassword = \"x\"\n") ==
-             "2:1: auth.password: \"x\": unknown key (allowed here: tokens_file)");
+             "2:1: auth.password: \"x\": unknown key (allowed here: tokens_file, socket_mode, "
+             "socket_group, allow_plaintext_loopback)");
   BOOST_TEST(only_error("[[pools]]\nname = \"a\"\n\"odd key\" = 1\n") ==
              "3:1: pools[0].\"odd key\": 1: unknown key (allowed here: name, policy, size, mode, "
              "warm_start, recycle_after, queue_limit, timeout_ms, python, isolation, limits)");
@@ -341,7 +342,7 @@ BOOST_AUTO_TEST_CASE(warm_start_needs_the_sandbox) {
 BOOST_AUTO_TEST_CASE(the_tokens_file_is_its_owners_alone) {
   config_dir d;
   d.write("tokens", "x\n", 0644);
-  d.write("private", "x\n", 0600);
+  d.write("private", "", 0600);
   auto open = d.load(source_policies() + "[auth]\ntokens_file = \"tokens\"\n");
   BOOST_TEST_REQUIRE(open.errors.size() == 1u, all_errors(open));
   BOOST_TEST(open.errors[0].describe() ==
@@ -349,10 +350,86 @@ BOOST_AUTO_TEST_CASE(the_tokens_file_is_its_owners_alone) {
                  "/tokens\": mode 0644 lets others than its owner use it (chmod 600)");
   auto fine = d.load(source_policies() + "[auth]\ntokens_file = \"private\"\n");
   BOOST_TEST_REQUIRE(fine.ok(), all_errors(fine));
-  BOOST_TEST(fine.config.tokens_file == d.path + "/private");
+  BOOST_TEST(fine.config.auth.tokens_file == d.path + "/private");
   auto missing = d.load(source_policies() + "[auth]\ntokens_file = \"/nonexistent/t\"\n");
   BOOST_TEST_REQUIRE(missing.errors.size() == 1u, all_errors(missing));
   BOOST_TEST(missing.errors[0].message == "No such file or directory");
+}
+
+BOOST_AUTO_TEST_CASE(plain_tcp_only_on_loopback_and_only_when_allowed) {
+  BOOST_TEST(only_error("listen = [\"tcp:127.0.0.1:8080\"]\n") ==
+             "1:11: listen[0]: \"tcp:127.0.0.1:8080\": plain TCP on loopback lets any local user "
+             "connect: set auth.allow_plaintext_loopback = true to allow it (and "
+             "auth.tokens_file to require tokens)");
+  BOOST_TEST(only_error("listen = [\"unix:/run/c.sock\", \"tcp:10.0.0.1:80\"]\n[auth]\n"
+                        "allow_plaintext_loopback = true\n") ==
+             "1:31: listen[1]: \"tcp:10.0.0.1:80\": not a loopback address: plain TCP listens on "
+             "loopback only");
+  BOOST_TEST(only_error("listen = [\"tcp:example.org:80\"]\n[auth]\nallow_plaintext_loopback = "
+                        "true\n") ==
+             "1:11: listen[0]: \"tcp:example.org:80\": not a loopback address: plain TCP listens "
+             "on loopback only");
+  // IPv4-mapped loopback is not taken for loopback: the server would not
+  // bind it as such either.
+  BOOST_TEST(only_error("listen = [\"tcp:[::ffff:127.0.0.1]:80\"]\n[auth]\n"
+                        "allow_plaintext_loopback = true\n") ==
+             "1:11: listen[0]: \"tcp:[::ffff:127.0.0.1]:80\": not a loopback address: plain TCP "
+             "listens on loopback only");
+  config_dir d;
+  auto l = d.load("listen = [\"tcp:127.0.0.2:0\", \"tcp:[::1]:0\", \"tcp:localhost:0\"]\n" +
+                  source_policies() + "[auth]\nallow_plaintext_loopback = true\n");
+  BOOST_TEST_REQUIRE(l.ok(), all_errors(l));
+  BOOST_TEST(l.config.auth.allow_plaintext_loopback);
+}
+
+BOOST_AUTO_TEST_CASE(the_sockets_mode_and_group) {
+  BOOST_TEST(only_error("[auth]\nsocket_mode = \"0666\"\n") ==
+             "2:15: auth.socket_mode: \"0666\": must be one of \"0600\", \"0660\"");
+  BOOST_TEST(only_error("[auth]\nsocket_group = \"root\"\n") ==
+             "2:16: auth.socket_group: \"root\": the group has no access with socket_mode "
+             "\"0600\": set socket_mode = \"0660\"");
+  BOOST_TEST(only_error("[auth]\nsocket_mode = \"0660\"\nsocket_group = \"no-such-group-x\"\n") ==
+             "3:16: auth.socket_group: \"no-such-group-x\": no such group");
+  config_dir d;
+  auto l = d.load(source_policies() + "[auth]\nsocket_mode = \"0660\"\nsocket_group = \"root\"\n");
+  BOOST_TEST_REQUIRE(l.ok(), all_errors(l));
+  BOOST_TEST(l.config.auth.socket_mode == 0660u);
+  BOOST_TEST(l.config.auth.socket_gid == 0);
+  auto plain = d.load(source_policies());
+  BOOST_TEST(plain.config.auth.socket_mode == 0600u);
+  BOOST_TEST(plain.config.auth.socket_gid == -1);
+}
+
+BOOST_AUTO_TEST_CASE(the_tokens_file_is_loaded_and_checked_against_the_pools) {
+  config_dir d;
+  d.write("tokens",
+          "[[tokens]]\nname = \"ci\"\nsha256 = \"" + std::string(64, 'a') +
+              "\"\npools = [\"alpha\"]\nmax_concurrent = 2\n\n[[tokens]]\nname = \"ops\"\n"
+              "sha256 = \"" +
+              std::string(64, 'b') + "\"\npools = [\"gamma\"]\n",
+          0600);
+  auto l = d.load(source_policies() + "[auth]\ntokens_file = \"tokens\"\n" +
+                  "[[pools]]\nname = \"alpha\"\n[[pools]]\nname = \"beta\"\n");
+  // The tokens file's errors name the tokens file, and come after the
+  // config's own.
+  BOOST_TEST_REQUIRE(l.errors.size() == 1u, all_errors(l));
+  BOOST_TEST(l.errors[0].describe() ==
+             d.path + "/tokens:10:10: tokens[1].pools[0]: \"gamma\": no pool of that name in the "
+                      "config (its pools: \"alpha\", \"beta\")");
+  d.write("tokens",
+          "[[tokens]]\nname = \"ci\"\nsha256 = \"" + std::string(64, 'a') +
+              "\"\npools = [\"alpha\"]\nmax_concurrent = 2\n",
+          0600);
+  auto ok = d.load(source_policies() + "[auth]\ntokens_file = \"tokens\"\n" +
+                   "[[pools]]\nname = \"alpha\"\n");
+  BOOST_TEST_REQUIRE(ok.ok(), all_errors(ok));
+  BOOST_TEST_REQUIRE(ok.config.auth.tokens.size() == 1u);
+  const auto& t = ok.config.auth.tokens[0];
+  BOOST_TEST(t.name == "ci");
+  BOOST_TEST(api::to_hex(t.sha256) == std::string(64, 'a'));
+  BOOST_TEST_REQUIRE(t.pools.has_value());
+  BOOST_TEST(*t.pools == std::vector<std::string>{"alpha"});
+  BOOST_TEST(t.max_concurrent == 2u);
 }
 
 BOOST_AUTO_TEST_CASE(relative_paths) {

@@ -106,7 +106,10 @@ BOOST_AUTO_TEST_CASE(the_commented_values_are_the_defaults) {
   BOOST_TEST(a.drain_grace_ms == b.drain_grace_ms);
   BOOST_TEST(a.policies.directory == b.policies.directory);
   BOOST_TEST(a.policies.watch == b.policies.watch);
-  BOOST_TEST(a.tokens_file == b.tokens_file);
+  BOOST_TEST(a.auth.tokens_file == b.auth.tokens_file);
+  BOOST_TEST(a.auth.socket_mode == b.auth.socket_mode);
+  BOOST_TEST(a.auth.socket_gid == b.auth.socket_gid);
+  BOOST_TEST(a.auth.allow_plaintext_loopback == b.auth.allow_plaintext_loopback);
   BOOST_TEST(a.audit.enabled == b.audit.enabled);
   BOOST_TEST((a.audit.events == b.audit.events));
   BOOST_TEST(a.audit.to_stdout == b.audit.to_stdout);

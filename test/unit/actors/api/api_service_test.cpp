@@ -15,6 +15,7 @@
 #include "actors/api/api_service.hpp"
 #include "support/actor_system_fixture.hpp"
 #include "support/http_client.hpp"
+#include "support/tcp_http.hpp"
 
 using namespace castellan;
 using namespace castellan::api;
@@ -39,7 +40,8 @@ struct api_fixture : test::actor_system_fixture {
     socket_path = dir + "/api.sock";
   }
 
-  void start(http_limits limits = {}, std::vector<listen_address> extra = {}) {
+  void start(http_limits limits = {}, std::vector<listen_address> extra = {},
+             const std::function<void(api_options&)>& tweak = {}) {
     supervisor_config sc;
     sc.pools.push_back(test_pool(2));
     auto s = spawn_supervisor(sys, sc);
@@ -52,6 +54,8 @@ struct api_fixture : test::actor_system_fixture {
     for (auto& e : extra)
       opts.listen.push_back(e);
     opts.limits = limits;
+    if (tweak)
+      tweak(opts);
     auto started = api_service::start(sys, sup, std::move(opts));
     BOOST_REQUIRE_MESSAGE(started, (started ? "" : started.error().describe()));
     api = std::move(*started);
@@ -394,8 +398,9 @@ BOOST_AUTO_TEST_CASE(delete_takes_the_numeric_exec_id_too_and_cancels_a_queued_e
     }));
     wait_for_pool([i](const json& p) { return p["busy"] == i + 1; });
   }
-  auto queued = std::async(std::launch::async,
-                           [this] { return exec({{"code", "print(3)"}, {"id", "third"}}); });
+  auto queued = std::async(std::launch::async, [this] {
+    return exec({{"code", "print(3)"}, {"id", "third"}});
+  });
   wait_for_pool([](const json& p) { return p["queued"] == 1; });
   http_client c(socket_path);
   auto q = c.request("DELETE", "/v1/execs/third");
@@ -473,8 +478,9 @@ BOOST_AUTO_TEST_CASE(a_delete_racing_the_end_of_its_exec_agrees_with_the_result)
     // Each round starts on an idle worker (a cancel costs the pool one).
     wait_for_pool([](const json& p) { return p["idle"] == 2; });
     http_client runner(socket_path);
-    runner.send("POST", "/v1/exec",
-                json{{"code", "import time; time.sleep(0.005); print('done')"}, {"id", "race"}}.dump());
+    runner.send(
+        "POST", "/v1/exec",
+        json{{"code", "import time; time.sleep(0.005); print('done')"}, {"id", "race"}}.dump());
     http_client deleter(socket_path);
     // Spread the DELETE's moment over the exec's life (not a check on time:
     // every outcome is right, as long as the two answers agree).
@@ -524,6 +530,161 @@ BOOST_AUTO_TEST_CASE(a_delete_never_reaches_the_next_exec_that_takes_the_id) {
   auto r = second.get();
   BOOST_TEST(r.json()["error_class"] == "cancelled");
   BOOST_TEST(r.json()["exec_id"] == d.json()["exec_id"]);
+}
+
+BOOST_AUTO_TEST_CASE(tokens_on_tcp_and_on_the_unix_socket) {
+  listen_address lo;
+  lo.type = listen_address::kind::tcp;
+  lo.host = "127.0.0.1";
+  auto entry = [](std::string name, const std::string& secret,
+                  std::optional<std::vector<std::string>> pools, uint32_t max) {
+    token_entry e;
+    e.name = std::move(name);
+    e.sha256 = digest_of(secret);
+    e.pools = std::move(pools);
+    e.max_concurrent = max;
+    return e;
+  };
+  start({}, {lo}, [&](api_options& o) {
+    o.default_pool = "default";
+    o.tokens = std::vector<token_entry>{
+        entry("ci", "cst_ci", std::vector<std::string>{"default"}, 1),
+        entry("other", "cst_other", std::vector<std::string>{"elsewhere"}, 0)};
+  });
+  const uint16_t port = api->bound()[1].port;
+  using test::tcp_request;
+  const test::header_list ci = {{"Authorization", "Bearer cst_ci"}};
+  // TCP: no token, a wrong one, the right one.
+  auto none = tcp_request(port, "GET", "/v1/health");
+  BOOST_TEST(none.status == 401u);
+  BOOST_TEST(none.error_code() == "unauthorized");
+  BOOST_TEST(none.www_authenticate == R"(Bearer realm="castellan")");
+  auto wrong = tcp_request(port, "GET", "/v1/pools", {}, {{"Authorization", "Bearer cst_cj"}});
+  BOOST_TEST(wrong.status == 401u);
+  BOOST_TEST(wrong.www_authenticate == R"(Bearer realm="castellan", error="invalid_token")");
+  BOOST_TEST(wrong.body.find("cst_cj") == std::string::npos, "the token is never echoed");
+  BOOST_TEST(tcp_request(port, "GET", "/v1/pools", {}, ci).status == 200u);
+  // Two Authorization headers are refused, whichever is valid.
+  {
+    namespace net = boost::asio;
+    net::io_context io;
+    net::ip::tcp::socket sock(io);
+    sock.connect({net::ip::make_address("127.0.0.1"), port});
+    const std::string twice = "GET /v1/pools HTTP/1.1\r\nHost: localhost\r\n"
+                              "Authorization: Bearer cst_ci\r\nAuthorization: Bearer cst_x\r\n\r\n";
+    net::write(sock, net::buffer(twice));
+    boost::beast::flat_buffer buf;
+    boost::beast::http::response<boost::beast::http::string_body> res;
+    boost::beast::http::read(sock, buf, res);
+    BOOST_TEST(res.result_int() == 401u);
+  }
+  // Every route needs it on TCP, exec included, before anything else.
+  auto anon_exec = tcp_request(port, "POST", "/v1/exec", R"j({"code":"print(1)"})j");
+  BOOST_TEST(anon_exec.status == 401u);
+  auto ok = tcp_request(port, "POST", "/v1/exec", R"j({"code":"print(6*7)"})j", ci);
+  BOOST_TEST_REQUIRE(ok.status == 200u, ok.body);
+  BOOST_TEST(ok.json()["stdout"] == "42\n");
+  // The allowlist: the default pool when the request names none.
+  auto other = tcp_request(port, "POST", "/v1/exec", R"j({"code":"print(1)"})j",
+                           {{"Authorization", "Bearer cst_other"}});
+  BOOST_TEST(other.status == 403u);
+  BOOST_TEST(other.error_code() == "pool_not_allowed");
+  BOOST_TEST(other.error_message() == "token 'other' may not use pool 'default'");
+  // With a policy of its own, too.
+  auto with_policy = tcp_request(port, "POST", "/v1/exec",
+                                 R"j({"code":"print(1)","policy":{"extends":"default"}})j",
+                                 {{"Authorization", "Bearer cst_other"}});
+  BOOST_TEST(with_policy.status == 403u);
+  // Unix socket: no token is the socket's owner, with no limits.
+  http_client c(socket_path);
+  BOOST_TEST(c.get("/v1/pools").status == 200u);
+  // A token sent there must be valid, and then its allowlist applies.
+  c.send("GET", "/v1/pools");
+  {
+    http_client raw(socket_path);
+    raw.send_raw("GET /v1/pools HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer cst_nope\r\n\r\n");
+    BOOST_TEST(raw.read().status == 401u);
+    raw.send_raw("POST /v1/exec HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer cst_other\r\n"
+                 "Content-Type: application/json\r\nContent-Length: 19\r\n\r\n"
+                 "{\"code\":\"print(1)\"}");
+    auto r = raw.read();
+    BOOST_TEST(r.status == 403u);
+    BOOST_TEST(r.error_code() == "pool_not_allowed");
+  }
+  BOOST_TEST(c.read().status == 200u);
+}
+
+BOOST_AUTO_TEST_CASE(a_tokens_max_concurrent_is_a_429_beyond_it) {
+  listen_address lo;
+  lo.type = listen_address::kind::tcp;
+  lo.host = "127.0.0.1";
+  start({}, {lo}, [&](api_options& o) {
+    token_entry e;
+    e.name = "ci";
+    e.sha256 = digest_of("cst_ci");
+    e.max_concurrent = 1;
+    o.tokens = std::vector<token_entry>{e};
+  });
+  const uint16_t port = api->bound()[1].port;
+  const test::header_list ci = {{"Authorization", "Bearer cst_ci"}};
+  auto held = std::async(std::launch::async, [&] {
+    return test::tcp_request(port, "POST", "/v1/exec",
+                             R"j({"code":"import time; time.sleep(120)"})j", ci);
+  });
+  wait_for_pool([](const json& p) { return p["busy"] == 1; });
+  auto beyond = test::tcp_request(port, "POST", "/v1/exec", R"j({"code":"print(1)"})j", ci);
+  BOOST_TEST(beyond.status == 429u);
+  BOOST_TEST(beyond.error_code() == "too_many_execs");
+  // The unix socket's owner is not counted against the token.
+  auto owner = exec({{"code", "print('owner')"}});
+  BOOST_TEST(owner.status == 200u, owner.body);
+  // Once the held exec is answered, the token may run again.
+  BOOST_TEST(api->cancel_in_flight() == 1u);
+  BOOST_TEST(held.get().json()["error_class"] == "cancelled");
+  auto again = test::tcp_request(port, "POST", "/v1/exec", R"j({"code":"print(2)"})j", ci);
+  BOOST_TEST(again.status == 200u, again.body);
+}
+
+BOOST_AUTO_TEST_CASE(a_token_cancels_only_its_own_execs_and_its_ids_are_its_own) {
+  listen_address lo;
+  lo.type = listen_address::kind::tcp;
+  lo.host = "127.0.0.1";
+  start({}, {lo}, [&](api_options& o) {
+    token_entry a;
+    a.name = "a";
+    a.sha256 = digest_of("cst_a");
+    token_entry b = a;
+    b.name = "b";
+    b.sha256 = digest_of("cst_b");
+    o.tokens = std::vector<token_entry>{a, b};
+  });
+  const uint16_t port = api->bound()[1].port;
+  const test::header_list ta = {{"Authorization", "Bearer cst_a"}};
+  const test::header_list tb = {{"Authorization", "Bearer cst_b"}};
+  const std::string sleeper = R"j({"code":"import time; time.sleep(120)","id":"job"})j";
+  auto held_a = std::async(
+      std::launch::async, [&] { return test::tcp_request(port, "POST", "/v1/exec", sleeper, ta); });
+  wait_for_pool([](const json& p) { return p["busy"] == 1; });
+  // b neither sees nor cancels a's exec, by its id or by its number; the
+  // id is free for b's own.
+  auto by_id = test::tcp_request(port, "DELETE", "/v1/execs/job", {}, tb);
+  BOOST_TEST(by_id.status == 404u);
+  BOOST_TEST(by_id.error_code() == "no_such_exec");
+  BOOST_TEST(test::tcp_request(port, "DELETE", "/v1/execs/1", {}, tb).status == 404u);
+  auto held_b = std::async(
+      std::launch::async, [&] { return test::tcp_request(port, "POST", "/v1/exec", sleeper, tb); });
+  wait_for_pool([](const json& p) { return p["busy"] == 2; });
+  auto mine = test::tcp_request(port, "DELETE", "/v1/execs/job", {}, tb);
+  BOOST_TEST_REQUIRE(mine.status == 202u, mine.body);
+  BOOST_TEST(mine.json()["exec_id"] == 2);
+  BOOST_TEST(held_b.get().json()["error_class"] == "cancelled");
+  // The unix socket's users (no token) may cancel any exec, by number.
+  http_client c(socket_path);
+  auto owner = c.request("DELETE", "/v1/execs/1");
+  BOOST_TEST(owner.status == 202u, owner.body);
+  auto r = held_a.get();
+  BOOST_TEST(r.json()["error_class"] == "cancelled");
+  BOOST_TEST(r.json()["id"] == "job");
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -132,6 +132,50 @@ BOOST_AUTO_TEST_CASE(another_user_cannot_connect) {
   BOOST_TEST(c.get("/").status == 200u);
 }
 
+BOOST_AUTO_TEST_CASE(a_socket_of_mode_0660_admits_its_group_and_no_one_else) {
+  if (::geteuid() != 0) {
+    castellan::test::skip("giving the socket a group and becoming its members needs root");
+    return;
+  }
+  temp_dir dir;
+  BOOST_REQUIRE(::chmod(dir.path.c_str(), 0755) == 0);
+  listen_address a;
+  a.path = dir.path + "/api.sock";
+  // 65533: a group id no account here has as its own.
+  unix_socket_access access{0660, 65533};
+  auto srv = http_server::start({a}, {}, {[](http_request) {}, [](uint64_t) {}}, access);
+  BOOST_REQUIRE_MESSAGE(srv, (srv ? "" : srv.error().describe()));
+  struct stat st {};
+  BOOST_REQUIRE(::lstat(a.path.c_str(), &st) == 0);
+  BOOST_TEST((st.st_mode & 07777) == 0660u);
+  BOOST_TEST(st.st_gid == 65533u);
+  BOOST_TEST(st.st_uid == ::geteuid());
+  // A child as nobody, with and without the socket's group as a
+  // supplementary group: 0 connected, 1 EACCES, 2 another error, 3 setuid.
+  auto connect_as_nobody = [&](bool member) {
+    pid_t child = ::fork();
+    BOOST_REQUIRE(child >= 0);
+    if (child == 0) {
+      gid_t groups[] = {65533};
+      if (::setgroups(member ? 1 : 0, groups) != 0 || ::setgid(65534) != 0 || ::setuid(65534) != 0)
+        ::_exit(3);
+      int fd = ::socket(AF_UNIX, SOCK_STREAM, 0);
+      sockaddr_un addr{};
+      addr.sun_family = AF_UNIX;
+      std::strcpy(addr.sun_path, a.path.c_str());
+      if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0)
+        ::_exit(0);
+      ::_exit(errno == EACCES ? 1 : 2);
+    }
+    int status = 0;
+    BOOST_REQUIRE(::waitpid(child, &status, 0) == child);
+    BOOST_REQUIRE(WIFEXITED(status));
+    return WEXITSTATUS(status);
+  };
+  BOOST_TEST(connect_as_nobody(true) == 0);
+  BOOST_TEST(connect_as_nobody(false) == 1);
+}
+
 BOOST_AUTO_TEST_CASE(a_stale_socket_is_replaced_a_live_one_and_a_file_are_refused) {
   temp_dir dir;
   const std::string path = dir.path + "/api.sock";

@@ -1,0 +1,345 @@
+// `castellan serve` with a tokens file: bearer tokens on TCP, the unix
+// socket's permissions as its authentication, pool allowlists and
+// per-token limits; and the config rules that keep an unauthenticated
+// listener off the network.
+
+#include <boost/test/unit_test.hpp>
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <fstream>
+#include <future>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "support/build_paths.hpp"
+#include "support/http_client.hpp"
+#include "support/process_scan.hpp"
+#include "support/run_process.hpp"
+#include "support/tcp_http.hpp"
+
+using castellan::test::header_list;
+using castellan::test::http_client;
+using castellan::test::run_process;
+using castellan::test::tcp_request;
+
+namespace {
+
+/// A private directory (0700), removed afterwards.
+struct work_dir {
+  std::string path;
+  work_dir() {
+    char tmpl[] = "/tmp/castellan-auth-XXXXXX";
+    BOOST_REQUIRE(::mkdtemp(tmpl) != nullptr);
+    path = tmpl;
+  }
+  ~work_dir() { std::system(("rm -rf '" + path + "'").c_str()); }
+  std::string write(const std::string& name, const std::string& text, mode_t mode = 0600) const {
+    const std::string file = path + "/" + name;
+    std::ofstream(file, std::ios::binary) << text;
+    ::chmod(file.c_str(), mode);
+    return file;
+  }
+};
+
+/// `castellan token new`: the token (its stderr's last line) and the entry
+/// (its stdout).
+struct new_token {
+  std::string token;
+  std::string entry;
+};
+
+new_token make_token(const std::vector<std::string>& flags) {
+  std::vector<std::string> argv = {castellan::test::castellan_cli(), "token", "new"};
+  argv.insert(argv.end(), flags.begin(), flags.end());
+  auto r = run_process(argv, {}, 60);
+  BOOST_REQUIRE_MESSAGE(r.exit_code == 0, r.err);
+  std::string err = r.err;
+  while (!err.empty() && err.back() == '\n')
+    err.pop_back();
+  return {err.substr(err.rfind('\n') + 1), r.out};
+}
+
+/// A running `castellan serve`; its stdout and stderr on pipes.
+struct daemon_process {
+  pid_t pid = -1;
+  int out = -1;
+  int err = -1;
+  int exit_status = -1;
+  std::string err_seen;
+
+  explicit daemon_process(const std::vector<std::string>& args) {
+    std::vector<std::string> argv = {castellan::test::castellan_cli(), "serve"};
+    argv.insert(argv.end(), args.begin(), args.end());
+    int o[2], e[2];
+    BOOST_REQUIRE(::pipe2(o, O_CLOEXEC) == 0 && ::pipe2(e, O_CLOEXEC) == 0);
+    pid = ::fork();
+    BOOST_REQUIRE(pid >= 0);
+    if (pid == 0) {
+      ::dup2(o[1], 1);
+      ::dup2(e[1], 2);
+      std::vector<char*> v;
+      for (auto& a : argv)
+        v.push_back(a.data());
+      v.push_back(nullptr);
+      ::execv(v[0], v.data());
+      ::_exit(127);
+    }
+    ::close(o[1]);
+    ::close(e[1]);
+    out = o[0];
+    err = e[0];
+  }
+
+  /// The next line on stdout (30 s safety net).
+  std::string line() {
+    std::string l;
+    char c;
+    while (l.empty() || l.back() != '\n') {
+      pollfd p{out, POLLIN, 0};
+      BOOST_REQUIRE_MESSAGE(::poll(&p, 1, 30000) == 1, "castellan serve printed no line: " << l);
+      BOOST_REQUIRE_MESSAGE(::read(out, &c, 1) == 1, "stdout closed: " << l << drain_err());
+      l += c;
+    }
+    l.pop_back();
+    return l;
+  }
+
+  /// The port of the listener the line `castellan: listening on tcp:…:PORT` names.
+  uint16_t port_of(const std::string& listening) {
+    return static_cast<uint16_t>(std::stoul(listening.substr(listening.rfind(':') + 1)));
+  }
+
+  /// What it wrote on stderr so far (without waiting).
+  std::string drain_err() {
+    char buf[4096];
+    for (;;) {
+      pollfd p{err, POLLIN, 0};
+      if (::poll(&p, 1, 0) != 1)
+        break;
+      ssize_t n = ::read(err, buf, sizeof buf);
+      if (n <= 0)
+        break;
+      err_seen.append(buf, static_cast<std::size_t>(n));
+    }
+    return err_seen;
+  }
+
+  int stop() {
+    if (exit_status >= 0)
+      return exit_status;
+    ::kill(pid, SIGTERM);
+    for (int i = 0; i < 6000 && exit_status < 0; ++i) {
+      int status = 0;
+      if (::waitpid(pid, &status, WNOHANG) == pid)
+        exit_status = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+      else
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    if (exit_status < 0) {
+      ::kill(pid, SIGKILL);
+      ::waitpid(pid, nullptr, 0);
+      BOOST_FAIL("castellan serve did not exit within 60 s");
+    }
+    drain_err();
+    return exit_status;
+  }
+
+  ~daemon_process() {
+    if (exit_status < 0 && pid > 0) {
+      ::kill(pid, SIGKILL);
+      ::waitpid(pid, nullptr, 0);
+    }
+    ::close(out);
+    ::close(err);
+  }
+};
+
+header_list bearer(const std::string& token) {
+  return {{"Authorization", "Bearer " + token}};
+}
+
+/// An exec that runs until the test sends its process SIGUSR1.
+std::string held_code(const std::string& tag) {
+  return castellan::test::python_set_task_name(tag) +
+         "import signal\n"
+         "signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGUSR1})\n"
+         "signal.sigwait({signal.SIGUSR1})\n"
+         "print('released')\n";
+}
+
+std::vector<pid_t> wait_for_task(const std::string& tag) {
+  std::vector<pid_t> tasks;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while ((tasks = castellan::test::tasks_named(tag)).empty()) {
+    BOOST_REQUIRE_MESSAGE(std::chrono::steady_clock::now() < deadline, "the exec never started");
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  BOOST_REQUIRE(castellan::test::wait_until_task_in_syscall(tag, 128 /* rt_sigtimedwait */));
+  return tasks;
+}
+
+std::string exec_body(const std::string& code, const std::string& pool = {}) {
+  nlohmann::json j{{"code", code}};
+  if (!pool.empty())
+    j["pool"] = pool;
+  return j.dump();
+}
+
+} // namespace
+
+BOOST_AUTO_TEST_SUITE(cli_serve_auth)
+
+BOOST_AUTO_TEST_CASE(tokens_guard_tcp_and_a_token_has_its_pools_and_its_limit) {
+  work_dir dir;
+  auto ci = make_token({"--name", "ci", "--pools", "alpha", "--max-concurrent", "1"});
+  auto ops = make_token({"--name", "ops"});
+  BOOST_TEST(ci.token.rfind("cst_", 0) == 0u, ci.token);
+  BOOST_TEST(ci.entry.find("name = \"ci\"\n") != std::string::npos, ci.entry);
+  BOOST_TEST(ci.entry.find("pools = [\"alpha\"]\n") != std::string::npos, ci.entry);
+  BOOST_TEST(ci.entry.find("max_concurrent = 1\n") != std::string::npos, ci.entry);
+  BOOST_TEST(ci.entry.find(ci.token) == std::string::npos, "the entry holds the hash only");
+  dir.write("tokens.toml", ci.entry + "\n" + ops.entry);
+  const std::string sock = dir.path + "/api.sock";
+  const std::string config =
+      dir.write("castellan.toml",
+                "listen = [\"unix:" + sock +
+                    "\", \"tcp:127.0.0.1:0\"]\n"
+                    "state_dir = \"" +
+                    dir.path +
+                    "/state\"\n"
+                    "[auth]\ntokens_file = \"tokens.toml\"\n"
+                    "allow_plaintext_loopback = true\n"
+                    "[[pools]]\nname = \"alpha\"\nsize = 1\nmode = \"shared\"\n"
+                    "[[pools]]\nname = \"beta\"\nsize = 1\nmode = \"shared\"\n",
+                0644);
+  daemon_process d({"--config", config});
+  BOOST_TEST(d.line() == "castellan: listening on unix:" + sock);
+  const std::string tcp_line = d.line();
+  BOOST_TEST(tcp_line.rfind("castellan: listening on tcp:127.0.0.1:", 0) == 0u, tcp_line);
+  const uint16_t port = d.port_of(tcp_line);
+
+  // No token, a wrong one, the right one.
+  auto none = tcp_request(port, "GET", "/v1/pools");
+  BOOST_TEST(none.status == 401u);
+  BOOST_TEST(none.error_code() == "unauthorized");
+  BOOST_TEST(none.www_authenticate == "Bearer realm=\"castellan\"");
+  auto wrong = tcp_request(port, "POST", "/v1/exec", exec_body("print(1)"),
+                           bearer(ci.token.substr(0, ci.token.size() - 1) + "x"));
+  BOOST_TEST(wrong.status == 401u);
+  BOOST_TEST(wrong.www_authenticate.find("error=\"invalid_token\"") != std::string::npos);
+  auto ok = tcp_request(port, "POST", "/v1/exec", exec_body("print(6*7)"), bearer(ci.token));
+  BOOST_REQUIRE_MESSAGE(ok.status == 200u, ok.body);
+  BOOST_TEST(ok.json()["stdout"] == "42\n");
+
+  // ci may use alpha (the default, the config's first) only.
+  auto beta =
+      tcp_request(port, "POST", "/v1/exec", exec_body("print(1)", "beta"), bearer(ci.token));
+  BOOST_TEST(beta.status == 403u);
+  BOOST_TEST(beta.error_code() == "pool_not_allowed");
+  BOOST_TEST(beta.error_message() == "token 'ci' may not use pool 'beta'");
+  auto ops_beta =
+      tcp_request(port, "POST", "/v1/exec", exec_body("print(2)", "beta"), bearer(ops.token));
+  BOOST_TEST(ops_beta.status == 200u, ops_beta.body);
+
+  // One exec of ci in flight: the next is 429, another token's is not.
+  const std::string tag = castellan::test::unique_task_name("ckauth");
+  auto held = std::async(std::launch::async, [&] {
+    return tcp_request(port, "POST", "/v1/exec", exec_body(held_code(tag)), bearer(ci.token));
+  });
+  auto tasks = wait_for_task(tag);
+  auto beyond = tcp_request(port, "POST", "/v1/exec", exec_body("print(3)"), bearer(ci.token));
+  BOOST_TEST(beyond.status == 429u);
+  BOOST_TEST(beyond.error_code() == "too_many_execs");
+  auto ops_too =
+      tcp_request(port, "POST", "/v1/exec", exec_body("print(4)", "beta"), bearer(ops.token));
+  BOOST_TEST(ops_too.status == 200u, ops_too.body);
+  for (pid_t t : tasks)
+    ::kill(t, SIGUSR1);
+  auto released = held.get();
+  BOOST_REQUIRE_MESSAGE(released.status == 200u, released.body);
+  BOOST_TEST(released.json()["stdout"] == "released\n");
+  auto after = tcp_request(port, "POST", "/v1/exec", exec_body("print(5)"), bearer(ci.token));
+  BOOST_TEST(after.status == 200u, after.body);
+
+  // The unix socket: its permissions are the authentication; a token sent
+  // there must be valid, and then its allowlist applies.
+  {
+    http_client c(sock);
+    auto r = c.post("/v1/exec", {{"code", "print('owner')"}, {"pool", "beta"}});
+    BOOST_TEST(r.status == 200u, r.body);
+    c.send_raw("GET /v1/pools HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer cst_nope\r\n\r\n");
+    BOOST_TEST(c.read().status == 401u);
+  }
+  {
+    http_client c(sock);
+    const std::string body = exec_body("print(1)", "beta");
+    c.send_raw("POST /v1/exec HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " + ci.token +
+               "\r\nContent-Type: application/json\r\nContent-Length: " +
+               std::to_string(body.size()) + "\r\n\r\n" + body);
+    BOOST_TEST(c.read().error_code() == "pool_not_allowed");
+  }
+  BOOST_TEST(d.stop() == 0);
+  // No token reached the daemon's output.
+  for (const auto* t : {&ci.token, &ops.token})
+    BOOST_TEST(d.err_seen.find(*t) == std::string::npos, d.err_seen);
+}
+
+BOOST_AUTO_TEST_CASE(plain_tcp_needs_loopback_and_the_configs_consent) {
+  work_dir dir;
+  const std::string state = "state_dir = \"" + dir.path + "/state\"\n";
+  auto check = [&](const std::string& name, const std::string& text) {
+    const std::string file = dir.write(name, text, 0644);
+    return run_process({castellan::test::castellan_cli(), "serve", "--config", file}, {}, 60);
+  };
+  auto no_consent = check("a.toml", "listen = [\"tcp:127.0.0.1:0\"]\n" + state);
+  BOOST_TEST(no_consent.exit_code == 2);
+  BOOST_TEST(no_consent.err.find(dir.path + "/a.toml:1:11: listen[0]: \"tcp:127.0.0.1:0\": plain "
+                                            "TCP on loopback lets any local user connect") !=
+                 std::string::npos,
+             no_consent.err);
+  auto remote = check("b.toml", "listen = [\"tcp:0.0.0.0:0\"]\n" + state +
+                                    "[auth]\nallow_plaintext_loopback = true\n");
+  BOOST_TEST(remote.exit_code == 2);
+  BOOST_TEST(remote.err.find("listen[0]: \"tcp:0.0.0.0:0\": not a loopback address") !=
+                 std::string::npos,
+             remote.err);
+  // --listen given beside a config follows the config's rules.
+  const std::string fine = dir.write("c.toml", state, 0644);
+  auto flag = run_process(
+      {castellan::test::castellan_cli(), "serve", "--config", fine, "--listen", "tcp:127.0.0.1:0"},
+      {}, 60);
+  BOOST_TEST(flag.exit_code == 2);
+  BOOST_TEST(flag.err.find("--listen tcp:127.0.0.1:0: plain TCP on loopback") != std::string::npos,
+             flag.err);
+}
+
+BOOST_AUTO_TEST_CASE(without_a_config_plain_loopback_tcp_is_served_and_said_unauthenticated) {
+  daemon_process d({"--listen", "tcp:127.0.0.1:0", "--pool-size", "1"});
+  const std::string l = d.line();
+  const uint16_t port = d.port_of(l);
+  auto r = tcp_request(port, "GET", "/v1/health");
+  BOOST_TEST(r.status == 200u);
+  BOOST_TEST(d.stop() == 0);
+  BOOST_TEST(d.err_seen.find(l.substr(std::string("castellan: listening on ").size()) +
+                             " is unauthenticated: any local user can run code through it") !=
+                 std::string::npos,
+             d.err_seen);
+  auto remote = run_process(
+      {castellan::test::castellan_cli(), "serve", "--listen", "tcp:0.0.0.0:0", "--pool-size", "1"},
+      {}, 60);
+  BOOST_TEST(remote.exit_code == 2);
+  BOOST_TEST(remote.err.find("not a loopback address") != std::string::npos, remote.err);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
