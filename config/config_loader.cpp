@@ -18,6 +18,7 @@
 
 #include <toml++/toml.h>
 
+#include "actors/api/tls_settings.hpp"
 #include "actors/audit/audit_kind.hpp"
 #include "actors/policy/engine/policy_directory.hpp"
 #include "actors/policy/engine/policy_loader.hpp"
@@ -243,6 +244,7 @@ private:
   /// True when the file may be read as a tokens file.
   bool check_tokens_file(const std::string& path, place where);
   void read_auth(table_reader& t, auth_settings& a, place& tokens_place);
+  void read_tls(table_reader& t, tls_settings& tls);
   /// The listeners against the auth settings: a plain TCP listener only on
   /// loopback, and only when the file allows it.
   void check_listeners(const serve_config& cfg, const std::vector<place>& listen_places);
@@ -636,10 +638,61 @@ void loader::read_auth(table_reader& t, auth_settings& a, place& tokens_place) {
   t.finish();
 }
 
+void loader::read_tls(table_reader& t, tls_settings& tls) {
+  const place table = place_of(t.table().source());
+  place cert_place = table;
+  place key_place = table;
+  if (t.read_string("cert_file", tls.cert_file))
+    cert_place = place_of(t.get("cert_file")->source());
+  if (t.read_string("key_file", tls.key_file))
+    key_place = place_of(t.get("key_file")->source());
+  t.finish();
+  if (tls.cert_file.empty() && tls.key_file.empty())
+    return;
+  if (tls.cert_file.empty() || tls.key_file.empty()) {
+    const bool no_cert = tls.cert_file.empty();
+    error(no_cert ? key_place : cert_place, no_cert ? "tls.cert_file" : "tls.key_file", {},
+          "missing: [tls] needs both cert_file and key_file");
+    tls = {};
+    return;
+  }
+  tls.cert_file = absolute(tls.cert_file, base_dir_);
+  tls.key_file = absolute(tls.key_file, base_dir_);
+  if (!check_files_)
+    return;
+  struct stat st {};
+  if (::stat(tls.cert_file.c_str(), &st) != 0) {
+    error(cert_place, "tls.cert_file", toml_quoted(tls.cert_file), std::strerror(errno));
+    return;
+  }
+  if (!S_ISREG(st.st_mode)) {
+    error(cert_place, "tls.cert_file", toml_quoted(tls.cert_file), "not a regular file");
+    return;
+  }
+  if (::stat(tls.key_file.c_str(), &st) != 0) {
+    error(key_place, "tls.key_file", toml_quoted(tls.key_file), std::strerror(errno));
+    return;
+  }
+  if (!S_ISREG(st.st_mode)) {
+    error(key_place, "tls.key_file", toml_quoted(tls.key_file), "not a regular file");
+    return;
+  }
+  if ((st.st_mode & (S_IRWXG | S_IRWXO)) != 0) {
+    char mode[8];
+    std::snprintf(mode, sizeof mode, "%04o", static_cast<unsigned>(st.st_mode & 07777));
+    error(key_place, "tls.key_file", toml_quoted(tls.key_file),
+          std::string("mode ") + mode + " lets others than its owner read the key (chmod 600)");
+    return;
+  }
+  if (std::string why = api::check_tls_files({tls.cert_file, tls.key_file}); !why.empty())
+    error(cert_place, "tls.cert_file", toml_quoted(tls.cert_file), why);
+}
+
 void loader::check_listeners(const serve_config& cfg, const std::vector<place>& listen_places) {
   for (std::size_t i = 0; i < cfg.listen.size() && i < listen_places.size(); ++i) {
-    std::string why = check_listener_security(cfg.listen[i], cfg.auth.allow_plaintext_loopback,
-                                              !cfg.auth.tokens_file.empty());
+    std::string why =
+        check_listener_security(cfg.listen[i], cfg.auth.allow_plaintext_loopback,
+                                !cfg.auth.tokens_file.empty(), !cfg.tls.cert_file.empty());
     if (!why.empty())
       error(listen_places[i], "listen[" + std::to_string(i) + "]", toml_quoted(cfg.listen[i]), why);
   }
@@ -803,6 +856,13 @@ void loader::load(const toml::table& root, serve_config& cfg) {
     toml::table empty;
     table_reader r(*this, t ? *t : empty, "auth", "auth");
     read_auth(r, cfg.auth, tokens_place);
+  }
+  // [tls]
+  {
+    const auto* t = top.read_table("tls");
+    toml::table empty;
+    table_reader r(*this, t ? *t : empty, "tls", "tls");
+    read_tls(r, cfg.tls);
   }
   // [audit]
   std::string audit_file = "audit.jsonl";

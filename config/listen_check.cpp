@@ -17,12 +17,23 @@ std::string check_listen_address(std::string_view address) {
 }
 
 std::string check_listener_security(std::string_view address, bool allow_plaintext_loopback,
-                                    bool tokens_file) {
+                                    bool tokens_file, bool tls) {
   auto parsed = api::parse_listen_address(address);
   if (!parsed || parsed->type == api::listen_address::kind::unix_socket)
     return {};
+  if (parsed->tls) {
+    if (!tls && !tokens_file)
+      return "a TLS listener needs [tls] cert_file and key_file, and auth.tokens_file";
+    if (!tls)
+      return "a TLS listener needs [tls] cert_file and key_file";
+    if (!tokens_file)
+      return "a TLS listener needs auth.tokens_file: without tokens it would admit anyone who "
+             "can reach it";
+    return {};
+  }
   if (!api::is_loopback_host(parsed->host))
-    return "not a loopback address: plain TCP listens on loopback only";
+    return "not a loopback address: plain TCP listens on loopback only; elsewhere use TLS "
+           "(tls:HOST:PORT, with [tls] and auth.tokens_file)";
   if (!allow_plaintext_loopback)
     return std::string("plain TCP on loopback lets any local user connect: set "
                        "auth.allow_plaintext_loopback = true to allow it") +

@@ -14,10 +14,12 @@ namespace castellan::config {
 std::string check_listen_address(std::string_view address);
 
 /// Why the listener `address` (a valid one) is not allowed with these
-/// settings, or empty when it is: a plain `tcp:` listener only on loopback,
-/// and only with `auth.allow_plaintext_loopback = true`. `castellan serve`
-/// checks its `--listen` addresses with it too.
+/// settings, or empty when it is: a `tls:` listener needs `[tls]` and a
+/// tokens file (it is how remote clients come in); a plain `tcp:` listener
+/// is allowed on loopback only, and only with
+/// `auth.allow_plaintext_loopback = true`. `castellan serve` checks its
+/// `--listen` addresses with it too.
 std::string check_listener_security(std::string_view address, bool allow_plaintext_loopback,
-                                    bool tokens_file);
+                                    bool tokens_file, bool tls);
 
 } // namespace castellan::config

@@ -54,6 +54,12 @@ struct auth_settings {
   bool allow_plaintext_loopback = false;
 };
 
+/// `[tls]`: what `tls:` listeners present (absolute paths, or empty).
+struct tls_settings {
+  std::string cert_file; ///< the certificate chain, PEM, the server's first
+  std::string key_file;  ///< its private key, PEM, readable by its owner only
+};
+
 /// A loaded, checked castellan.toml.
 struct serve_config {
   std::string source; ///< the file it came from ("<built-in>" for the built-in default)
@@ -78,6 +84,8 @@ struct serve_config {
   policy_pool_config request_policies;
   /// Who may use the API: `[auth]`.
   auth_settings auth;
+  /// The certificate and key of `tls:` listeners: `[tls]`.
+  tls_settings tls;
 };
 
 /// "unix:/run/castellan/castellan.sock" for root, else

@@ -155,7 +155,10 @@ struct api_service::state final : api_responder {
   void on_request(http_request req) {
     const std::string_view target = req.target;
     const std::string_view path = target.substr(0, target.find('?'));
-    if (req.tcp && !loopback_host(req.host)) {
+    // Plain TCP listens on loopback only, and a page that reaches it
+    // through DNS rebinding names its own host. A TLS listener is reached
+    // by any name its certificate has.
+    if (req.tcp && !req.tls && !loopback_host(req.host)) {
       srv->respond(req.id, error_response(403, "forbidden_host",
                                           "the Host header '" + req.host +
                                               "' does not name a loopback address"));
@@ -337,7 +340,8 @@ api_service::start(caf::actor_system& sys, supervisor_actor supervisor, api_opti
   http_server::callbacks cb;
   cb.on_request = [raw](http_request req) { raw->on_request(std::move(req)); };
   cb.on_abandoned = [raw](uint64_t id) { raw->on_abandoned(id); };
-  auto server = http_server::start(opts.listen, opts.limits, std::move(cb), opts.socket_access);
+  auto server =
+      http_server::start(opts.listen, opts.limits, std::move(cb), opts.socket_access, opts.tls);
   if (!server) {
     caf::anon_send_exit(st->actor, caf::exit_reason::user_shutdown);
     return server.error();

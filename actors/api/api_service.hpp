@@ -17,6 +17,7 @@
 #include "actors/api/access_control.hpp"
 #include "actors/api/http_server.hpp"
 #include "actors/api/listen_address.hpp"
+#include "actors/api/tls_settings.hpp"
 #include "actors/supervisor/supervisor_actor.hpp"
 #include "ipc/outcome.hpp"
 
@@ -27,6 +28,8 @@ struct api_options {
   http_limits limits;
   /// Who may connect to the unix sockets.
   unix_socket_access socket_access;
+  /// What the `tls:` listeners present (needed when there is one).
+  tls_files tls;
   /// The tokens file's entries; nullopt: no tokens file. With one, every
   /// TCP request needs a valid token (docs/api.md, "Authentication").
   std::optional<std::vector<token_entry>> tokens;

@@ -12,6 +12,7 @@
 #include <cstring>
 #include <optional>
 #include <thread>
+#include <type_traits>
 #include <unordered_map>
 
 #include <boost/asio/executor_work_guard.hpp>
@@ -19,6 +20,7 @@
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/local/stream_protocol.hpp>
 #include <boost/asio/post.hpp>
+#include <boost/asio/ssl.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/write.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
@@ -35,6 +37,7 @@ namespace beast = boost::beast;
 namespace http = beast::http;
 using unix_socket = net::local::stream_protocol::socket;
 using tcp_socket = net::ip::tcp::socket;
+using tls_stream = net::ssl::stream<tcp_socket>;
 using error_code = boost::system::error_code;
 
 namespace {
@@ -45,6 +48,15 @@ constexpr std::size_t pipeline_cap = 64 * 1024;
 
 /// The most a read adds to a connection's buffer at once.
 constexpr std::size_t read_chunk = 64 * 1024;
+
+/// The socket under a stream: the stream itself, or a TLS stream's TCP
+/// socket (which cancel, shutdown and close act on).
+template <class Socket> Socket& lowest(Socket& s) {
+  return s;
+}
+tcp_socket& lowest(tls_stream& s) {
+  return s.next_layer();
+}
 
 /// What every open connection is to the server.
 class session_base {
@@ -75,6 +87,9 @@ struct http_server::impl {
   std::vector<listen_address> bound;
   std::vector<std::unique_ptr<net::local::stream_protocol::acceptor>> unix_acceptors;
   std::vector<std::unique_ptr<net::ip::tcp::acceptor>> tcp_acceptors;
+  std::vector<bool> tcp_tls; ///< by tcp_acceptors' index: a `tls:` listener
+  /// The TLS listeners' context (null without one).
+  std::unique_ptr<net::ssl::context> tls_ctx;
   std::vector<owned_socket> owned;
   /// Requests waiting for their response, by id (I/O thread only).
   std::unordered_map<uint64_t, std::weak_ptr<session_base>> pending;
@@ -85,8 +100,8 @@ struct http_server::impl {
   bool stopped = false;
   std::thread thread;
 
-  template <class Socket> void admit(Socket s, bool tcp);
-  template <class Acceptor, class Socket> void accept_loop(Acceptor& acc, bool tcp);
+  template <class Socket> void admit(Socket s, bool tcp, bool tls);
+  template <class Acceptor, class Socket> void accept_loop(Acceptor& acc, bool tcp, bool tls);
   void forget(session_base* s) {
     sessions.erase(s);
     open.store(sessions.size(), std::memory_order_relaxed);
@@ -98,11 +113,36 @@ namespace {
 template <class Socket>
 class session final : public session_base, public std::enable_shared_from_this<session<Socket>> {
 public:
-  session(Socket s, http_server::impl& srv, bool tcp)
-      : socket_(std::move(s)), timer_(srv.io), srv_(srv), tcp_(tcp),
+  /// `socket_args` make the Socket: a socket, or a TCP socket and the TLS
+  /// context.
+  template <class... SocketArgs>
+  session(http_server::impl& srv, bool tcp, SocketArgs&&... socket_args)
+      : socket_(std::forward<SocketArgs>(socket_args)...), timer_(srv.io), srv_(srv), tcp_(tcp),
         buffer_(srv.limits.header_bytes + pipeline_cap + read_chunk) {}
 
-  void start() { read_request(); }
+  void start() {
+    if constexpr (is_tls) {
+      // The handshake counts against the read timeout: a client that
+      // starts one and stalls (a slowloris on TLS) is closed as a slow
+      // request is.
+      arm_timer();
+      socket_.async_handshake(net::ssl::stream_base::server,
+                              [self = this->shared_from_this()](error_code ec) {
+                                if (self->closed_)
+                                  return;
+                                if (ec) {
+                                  // Not TLS (a plain HTTP client), an old
+                                  // protocol, no shared cipher: no answer
+                                  // can reach such a client.
+                                  self->close();
+                                  return;
+                                }
+                                self->read_request();
+                              });
+    } else {
+      read_request();
+    }
+  }
 
   void deliver(http_response r) override {
     if (closed_ || pending_ == 0)
@@ -113,7 +153,7 @@ public:
     if (watching_) {
       // The watch read completes (aborted) and writes the response.
       error_code ignored;
-      socket_.cancel(ignored);
+      lowest(socket_).cancel(ignored);
       return;
     }
     write_response();
@@ -138,9 +178,12 @@ public:
       if (srv_.cb.on_abandoned)
         srv_.cb.on_abandoned(id);
     }
+    // A TLS connection is closed without close_notify: every response is
+    // framed by its length, so a truncation is seen without it, and waiting
+    // for the peer's would let it hold the connection.
     error_code ignored;
-    socket_.shutdown(net::socket_base::shutdown_both, ignored);
-    socket_.close(ignored);
+    lowest(socket_).shutdown(net::socket_base::shutdown_both, ignored);
+    lowest(socket_).close(ignored);
     srv_.forget(this);
   }
 
@@ -242,6 +285,7 @@ private:
       out.authorization += (out.authorization.empty() ? "" : ", ") + std::string(it->value());
     out.body = std::move(req.body());
     out.tcp = tcp_;
+    out.tls = is_tls;
     keep_alive_ = req.keep_alive();
     version_ = req.version();
     parser_.reset();
@@ -323,6 +367,8 @@ private:
     }
     read_request();
   }
+
+  static constexpr bool is_tls = std::is_same_v<Socket, tls_stream>;
 
   Socket socket_;
   net::steady_timer timer_;
@@ -435,39 +481,52 @@ outcome<int> bind_unix(const std::string& path, const unix_socket_access& access
 
 } // namespace
 
-template <class Socket> void http_server::impl::admit(Socket s, bool tcp) {
+template <class Socket> void http_server::impl::admit(Socket s, bool tcp, bool tls) {
   if (sessions.size() >= limits.max_connections) {
     // Refused at once with a clear answer, written without blocking: the
     // limit is what keeps a flood of connections from exhausting the fds.
+    // A TLS client could not read a plain answer: it is only closed.
     error_code ignored;
-    s.non_blocking(true, ignored);
-    s.write_some(net::buffer(refusal()), ignored);
+    if (!tls) {
+      s.non_blocking(true, ignored);
+      s.write_some(net::buffer(refusal()), ignored);
+    }
     s.shutdown(net::socket_base::shutdown_send, ignored);
     s.close(ignored);
     return;
   }
-  auto sp = std::make_shared<session<Socket>>(std::move(s), *this, tcp);
-  sessions.emplace(sp.get(), sp);
+  std::shared_ptr<session_base> sp;
+  if constexpr (std::is_same_v<Socket, tcp_socket>) {
+    if (tls) {
+      auto t = std::make_shared<session<tls_stream>>(*this, tcp, std::move(s), *tls_ctx);
+      sessions.emplace(t.get(), t);
+      open.store(sessions.size(), std::memory_order_relaxed);
+      t->start();
+      return;
+    }
+  }
+  auto plain = std::make_shared<session<Socket>>(*this, tcp, std::move(s));
+  sessions.emplace(plain.get(), plain);
   open.store(sessions.size(), std::memory_order_relaxed);
-  sp->start();
+  plain->start();
 }
 
 template <class Acceptor, class Socket>
-void http_server::impl::accept_loop(Acceptor& acc, bool tcp) {
-  acc.async_accept([this, &acc, tcp](error_code ec, Socket s) {
+void http_server::impl::accept_loop(Acceptor& acc, bool tcp, bool tls) {
+  acc.async_accept([this, &acc, tcp, tls](error_code ec, Socket s) {
     if (stopped || ec == net::error::operation_aborted)
       return;
     if (!ec) {
-      admit(std::move(s), tcp);
-      accept_loop<Acceptor, Socket>(acc, tcp);
+      admit(std::move(s), tcp, tls);
+      accept_loop<Acceptor, Socket>(acc, tcp, tls);
       return;
     }
     // Out of fds or memory: retry shortly instead of spinning.
     spdlog::warn("api: accept on {}: {}", tcp ? "tcp" : "unix", ec.message());
     auto timer = std::make_shared<net::steady_timer>(io, std::chrono::milliseconds(100));
-    timer->async_wait([this, &acc, tcp, timer](error_code) {
+    timer->async_wait([this, &acc, tcp, tls, timer](error_code) {
       if (!stopped)
-        accept_loop<Acceptor, Socket>(acc, tcp);
+        accept_loop<Acceptor, Socket>(acc, tcp, tls);
     });
   });
 }
@@ -480,12 +539,23 @@ http_server::~http_server() {
 
 outcome<std::unique_ptr<http_server>> http_server::start(const std::vector<listen_address>& where,
                                                          http_limits limits, callbacks cb,
-                                                         unix_socket_access access) {
+                                                         unix_socket_access access,
+                                                         const tls_files& tls) {
   if (where.empty())
     return logic_failure("no listen address");
   auto p = std::make_unique<impl>();
   p->limits = limits;
   p->cb = std::move(cb);
+  for (const auto& addr : where) {
+    if (addr.type != listen_address::kind::tcp || !addr.tls || p->tls_ctx)
+      continue;
+    if (!tls.enabled())
+      return logic_failure("listen " + addr.to_string() +
+                           ": a TLS listener needs a certificate and a key ([tls])");
+    p->tls_ctx = std::make_unique<net::ssl::context>(net::ssl::context::tls_server);
+    if (auto why = configure_server_tls(p->tls_ctx->native_handle(), tls); !why.empty())
+      return logic_failure("listen " + addr.to_string() + ": " + why);
+  }
   auto undo = [&p] {
     for (auto& o : p->owned)
       ::unlink(o.path.c_str());
@@ -518,11 +588,11 @@ outcome<std::unique_ptr<http_server>> http_server::start(const std::vector<liste
       return logic_failure("listen " + addr.to_string() + ": '" + addr.host +
                            "' is not an IP address (names other than localhost are not resolved)");
     }
-    if (!ip.is_loopback()) {
+    if (!addr.tls && !ip.is_loopback()) {
       undo();
       return logic_failure("listen " + addr.to_string() +
-                           ": not a loopback address; without TLS and tokens the API listens on "
-                           "TCP only on loopback");
+                           ": not a loopback address; plain TCP listens on loopback only (use "
+                           "tls:HOST:PORT with a config's [tls] and tokens)");
     }
     auto acc = std::make_unique<net::ip::tcp::acceptor>(p->io);
     net::ip::tcp::endpoint ep(ip, addr.port);
@@ -541,12 +611,13 @@ outcome<std::unique_ptr<http_server>> http_server::start(const std::vector<liste
     b.host = ip.to_string();
     b.port = acc->local_endpoint().port();
     p->tcp_acceptors.push_back(std::move(acc));
+    p->tcp_tls.push_back(addr.tls);
     p->bound.push_back(std::move(b));
   }
   for (auto& acc : p->unix_acceptors)
-    p->accept_loop<net::local::stream_protocol::acceptor, unix_socket>(*acc, false);
-  for (auto& acc : p->tcp_acceptors)
-    p->accept_loop<net::ip::tcp::acceptor, tcp_socket>(*acc, true);
+    p->accept_loop<net::local::stream_protocol::acceptor, unix_socket>(*acc, false, false);
+  for (std::size_t i = 0; i < p->tcp_acceptors.size(); ++i)
+    p->accept_loop<net::ip::tcp::acceptor, tcp_socket>(*p->tcp_acceptors[i], true, p->tcp_tls[i]);
   p->work.emplace(p->io.get_executor());
   impl* raw = p.get();
   p->thread = std::thread([raw] {

@@ -1,8 +1,8 @@
 #pragma once
 
 /// @file http_server.hpp
-/// The daemon's HTTP/1.1 server (Boost.Beast): unix-socket and loopback TCP
-/// listeners on one io_context thread, keep-alive, header and body limits,
+/// The daemon's HTTP/1.1 server (Boost.Beast): unix-socket, loopback TCP
+/// and TLS listeners on one io_context thread, keep-alive, header and body limits,
 /// a read timeout, a connection limit. It knows nothing of castellan's API:
 /// each parsed request goes to a callback on the I/O thread, which must not
 /// block; the answer comes back later, from any thread, through respond().
@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "actors/api/listen_address.hpp"
+#include "actors/api/tls_settings.hpp"
 #include "ipc/outcome.hpp"
 
 namespace castellan::api {
@@ -50,6 +51,7 @@ struct http_request {
   std::string authorization;
   std::string body;
   bool tcp = false; ///< arrived on a TCP listener (else a unix socket)
+  bool tls = false; ///< over TLS (a `tls:` listener)
 };
 
 struct http_response {
@@ -72,11 +74,14 @@ public:
 
   /// Binds every listener (a unix socket: mode and group as `access` says,
   /// 0600 by default, after checking that no server answers on a socket
-  /// already there, which is then removed; TCP: loopback addresses only)
-  /// and starts the I/O thread.
+  /// already there, which is then removed; plain TCP: loopback addresses
+  /// only; TLS: any address, presenting `tls`, which a TLS listener needs)
+  /// and starts the I/O thread. A TLS connection's handshake counts against
+  /// the read timeout of its first request.
   static outcome<std::unique_ptr<http_server>> start(const std::vector<listen_address>& where,
                                                      http_limits limits, callbacks cb,
-                                                     unix_socket_access access = {});
+                                                     unix_socket_access access = {},
+                                                     const tls_files& tls = {});
 
   /// Stops (see stop()).
   ~http_server();

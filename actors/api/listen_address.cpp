@@ -45,7 +45,7 @@ std::string listen_address::to_string() const {
   if (type == kind::unix_socket)
     return "unix:" + path;
   const bool v6 = host.find(':') != std::string::npos;
-  return "tcp:" + (v6 ? "[" + host + "]" : host) + ":" + std::to_string(port);
+  return (tls ? "tls:" : "tcp:") + (v6 ? "[" + host + "]" : host) + ":" + std::to_string(port);
 }
 
 bool is_loopback_host(std::string_view host) {
@@ -80,7 +80,7 @@ outcome<listen_address> parse_listen_address(std::string_view text) {
     out.path = std::string(path);
     return out;
   }
-  if (text.substr(0, 4) == "tcp:") {
+  if (text.substr(0, 4) == "tcp:" || text.substr(0, 4) == "tls:") {
     std::string_view rest = text.substr(4);
     std::string_view host;
     std::string_view port;
@@ -121,11 +121,13 @@ outcome<listen_address> parse_listen_address(std::string_view text) {
     if (value > 65535)
       return bad(text, "the port '" + std::string(port) + "' is not a number from 0 to 65535");
     out.type = listen_address::kind::tcp;
+    out.tls = text.substr(0, 4) == "tls:";
     out.host = std::string(host);
     out.port = static_cast<uint16_t>(value);
     return out;
   }
-  return bad(text, "the scheme is not 'unix:' or 'tcp:' (unix:PATH or tcp:HOST:PORT)");
+  return bad(text, "the scheme is not 'unix:', 'tcp:' or 'tls:' (unix:PATH, tcp:HOST:PORT or "
+                   "tls:HOST:PORT)");
 }
 
 } // namespace castellan::api

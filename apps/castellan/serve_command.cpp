@@ -135,7 +135,8 @@ bool load_config_file(const serve_options& o, supervisor_config& sc,
     bool ok = true;
     for (const auto& t : listen) {
       auto why = config::check_listener_security(t, auth.allow_plaintext_loopback,
-                                                 !auth.tokens_file.empty());
+                                                 !auth.tokens_file.empty(),
+                                                 !loaded.config.tls.cert_file.empty());
       if (!why.empty()) {
         std::cerr << "castellan serve: --listen " << t << ": " << why << "\n";
         ok = false;
@@ -149,6 +150,7 @@ bool load_config_file(const serve_options& o, supervisor_config& sc,
   api_opts.socket_access.mode = auth.socket_mode;
   api_opts.socket_access.gid = auth.socket_gid;
   api_opts.default_pool = loaded.config.pools.front().spec.name;
+  api_opts.tls = {loaded.config.tls.cert_file, loaded.config.tls.key_file};
   if (!o.drain_given)
     drain_grace_ms = loaded.config.drain_grace_ms;
   return true;
@@ -190,6 +192,11 @@ int run_serve(const serve_options& o) {
       std::cerr << "castellan serve: --listen: " << addr.error().describe() << "\n";
       return usage_exit_code;
     }
+    if (addr->tls && o.config_file.empty()) {
+      std::cerr << "castellan serve: --listen " << t
+                << ": a TLS listener needs a config (--config) with [tls] and auth.tokens_file\n";
+      return usage_exit_code;
+    }
     api_opts.listen.push_back(*addr);
   }
   api_opts.limits.body_bytes = o.max_body_bytes;
@@ -217,7 +224,7 @@ int run_serve(const serve_options& o) {
   }
   for (const auto& b : (*api)->bound()) {
     std::cout << "castellan: listening on " << b.to_string() << std::endl;
-    if (b.type == api::listen_address::kind::tcp && !api_opts_tokens)
+    if (b.type == api::listen_address::kind::tcp && !b.tls && !api_opts_tokens)
       std::cerr << "castellan: " << b.to_string()
                 << " is unauthenticated: any local user can run code through it\n";
   }

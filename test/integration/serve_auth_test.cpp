@@ -27,11 +27,13 @@
 #include "support/process_scan.hpp"
 #include "support/run_process.hpp"
 #include "support/tcp_http.hpp"
+#include "support/test_certificate.hpp"
 
 using castellan::test::header_list;
 using castellan::test::http_client;
 using castellan::test::run_process;
 using castellan::test::tcp_request;
+using castellan::test::tls_request;
 
 namespace {
 
@@ -340,6 +342,109 @@ BOOST_AUTO_TEST_CASE(without_a_config_plain_loopback_tcp_is_served_and_said_unau
       {}, 60);
   BOOST_TEST(remote.exit_code == 2);
   BOOST_TEST(remote.err.find("not a loopback address") != std::string::npos, remote.err);
+}
+
+BOOST_AUTO_TEST_CASE(a_tls_listener_serves_https_with_tokens) {
+  work_dir dir;
+  auto cert = castellan::test::make_test_certificate(dir.path);
+  auto ci = make_token({"--name", "ci", "--pools", "alpha"});
+  dir.write("tokens.toml", ci.entry);
+  const std::string sock = dir.path + "/api.sock";
+  const std::string config =
+      dir.write("castellan.toml",
+                "listen = [\"unix:" + sock +
+                    "\", \"tls:127.0.0.1:0\"]\n"
+                    "state_dir = \"" +
+                    dir.path +
+                    "/state\"\n"
+                    "[auth]\ntokens_file = \"tokens.toml\"\n"
+                    "[tls]\ncert_file = \"cert.pem\"\nkey_file = \"cert-key.pem\"\n"
+                    "[[pools]]\nname = \"alpha\"\nsize = 1\nmode = \"shared\"\n"
+                    "[[pools]]\nname = \"beta\"\nsize = 1\nmode = \"shared\"\n",
+                0644);
+  daemon_process d({"--config", config});
+  BOOST_TEST(d.line() == "castellan: listening on unix:" + sock);
+  const std::string tls_line = d.line();
+  BOOST_TEST(tls_line.rfind("castellan: listening on tls:127.0.0.1:", 0) == 0u, tls_line);
+  const uint16_t port = d.port_of(tls_line);
+  const std::string ca = cert.cert_file;
+
+  auto none = tls_request(port, ca, "GET", "/v1/health");
+  BOOST_REQUIRE_MESSAGE(!none.error, none.error.message());
+  BOOST_TEST(none.status == 401u);
+  BOOST_TEST(none.www_authenticate == "Bearer realm=\"castellan\"");
+  auto wrong = tls_request(port, ca, "GET", "/v1/pools", {}, bearer("cst_" + std::string(43, 'A')));
+  BOOST_TEST(wrong.status == 401u);
+  auto ok = tls_request(port, ca, "POST", "/v1/exec", exec_body("print(6*7)"), bearer(ci.token));
+  BOOST_REQUIRE_MESSAGE(ok.status == 200u, ok.body);
+  BOOST_TEST(ok.json()["stdout"] == "42\n");
+  auto beta =
+      tls_request(port, ca, "POST", "/v1/exec", exec_body("print(1)", "beta"), bearer(ci.token));
+  BOOST_TEST(beta.status == 403u);
+  BOOST_TEST(beta.error_code() == "pool_not_allowed");
+  // Over TLS the Host is any name the client used (no DNS-rebinding check:
+  // a page cannot send the token).
+  auto named = tls_request(port, ca, "GET", "/v1/health", {},
+                           {{"Authorization", "Bearer " + ci.token}, {"Host", "api.example.com"}});
+  BOOST_TEST(named.status == 200u, named.body);
+
+  // curl, as a client would use it.
+  auto curl =
+      run_process({"/usr/bin/curl", "-s", "--cacert", ca, "-H", "Authorization: Bearer " + ci.token,
+                   "-H", "Content-Type: application/json", "-d", exec_body("print('curl')"),
+                   "https://localhost:" + std::to_string(port) + "/v1/exec"},
+                  {}, 60);
+  BOOST_TEST_REQUIRE(curl.exit_code == 0, curl.err);
+  BOOST_TEST(nlohmann::json::parse(curl.out)["stdout"] == "curl\n");
+
+  // A plain HTTP client on the TLS port gets no answer, only a close.
+  auto plain = tcp_request(port, "GET", "/v1/health", {}, bearer(ci.token));
+  BOOST_TEST(plain.status == 0u);
+  BOOST_TEST(bool(plain.error));
+  // curl without the CA refuses the self-signed certificate: the server is
+  // what it says only with the certificate the client trusts.
+  auto untrusted = run_process(
+      {"/usr/bin/curl", "-s", "https://localhost:" + std::to_string(port) + "/v1/health"}, {}, 60);
+  BOOST_TEST(untrusted.exit_code == 60); // CURLE_PEER_FAILED_VERIFICATION
+
+  BOOST_TEST(d.stop() == 0);
+  BOOST_TEST(d.err_seen.find(ci.token) == std::string::npos, d.err_seen);
+  BOOST_TEST(d.err_seen.find("unauthenticated") == std::string::npos, d.err_seen);
+}
+
+BOOST_AUTO_TEST_CASE(a_listener_off_loopback_needs_tls_and_tokens) {
+  work_dir dir;
+  auto cert = castellan::test::make_test_certificate(dir.path);
+  dir.write("tokens.toml", "");
+  const std::string state = "state_dir = \"" + dir.path + "/state\"\n";
+  const std::string tls = "[tls]\ncert_file = \"cert.pem\"\nkey_file = \"cert-key.pem\"\n";
+  auto serve = [&](const std::string& name, const std::string& text) {
+    const std::string file = dir.write(name, text, 0644);
+    return run_process({castellan::test::castellan_cli(), "serve", "--config", file}, {}, 60);
+  };
+  auto plain = serve("a.toml", "listen = [\"tcp:0.0.0.0:0\"]\n" + state + tls +
+                                   "[auth]\ntokens_file = \"tokens.toml\"\n");
+  BOOST_TEST(plain.exit_code == 2);
+  BOOST_TEST(plain.err.find("a.toml:1:11: listen[0]: \"tcp:0.0.0.0:0\": not a loopback address: "
+                            "plain TCP listens on loopback only; elsewhere use TLS") !=
+                 std::string::npos,
+             plain.err);
+  auto no_tls = serve("b.toml", "listen = [\"tls:0.0.0.0:0\"]\n" + state +
+                                    "[auth]\ntokens_file = \"tokens.toml\"\n");
+  BOOST_TEST(no_tls.exit_code == 2);
+  BOOST_TEST(no_tls.err.find("listen[0]: \"tls:0.0.0.0:0\": a TLS listener needs [tls] cert_file "
+                             "and key_file") != std::string::npos,
+             no_tls.err);
+  auto no_tokens = serve("c.toml", "listen = [\"tls:0.0.0.0:0\"]\n" + state + tls);
+  BOOST_TEST(no_tokens.exit_code == 2);
+  BOOST_TEST(no_tokens.err.find("a TLS listener needs auth.tokens_file") != std::string::npos,
+             no_tokens.err);
+  // Without a config there is no certificate: --listen tls: is refused.
+  auto cli = run_process({castellan::test::castellan_cli(), "serve", "--listen", "tls:127.0.0.1:0",
+                          "--pool-size", "1"},
+                         {}, 60);
+  BOOST_TEST(cli.exit_code == 2);
+  BOOST_TEST(cli.err.find("a TLS listener needs a config") != std::string::npos, cli.err);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -11,6 +11,7 @@
 #include "config/config_loader.hpp"
 #include "config_files.hpp"
 #include "support/build_paths.hpp"
+#include "support/test_certificate.hpp"
 
 using namespace castellan;
 using castellan::test::all_errors;
@@ -118,8 +119,8 @@ BOOST_AUTO_TEST_CASE(every_error_in_one_pass_in_file_order) {
   const std::string f = d.path + "/castellan.toml";
   const std::string pdir = test::source_dir() + "/policies";
   const std::vector<std::string> expected = {
-      f + ":1:31: listen[1]: \"http://0.0.0.0:80\": the scheme is not 'unix:' or 'tcp:' "
-          "(unix:PATH or tcp:HOST:PORT)",
+      f + ":1:31: listen[1]: \"http://0.0.0.0:80\": the scheme is not 'unix:', 'tcp:' or "
+          "'tls:' (unix:PATH, tcp:HOST:PORT or tls:HOST:PORT)",
       f + ":1:52: listen[2]: 3: must be a string, not an integer",
       f + ":2:18: drain_grace_ms: -5: must be between 0 and 3600000",
       f + ":3:1: poolz: 1: unknown key (did you mean \"pools\"?)",
@@ -364,22 +365,65 @@ BOOST_AUTO_TEST_CASE(plain_tcp_only_on_loopback_and_only_when_allowed) {
   BOOST_TEST(only_error("listen = [\"unix:/run/c.sock\", \"tcp:10.0.0.1:80\"]\n[auth]\n"
                         "allow_plaintext_loopback = true\n") ==
              "1:31: listen[1]: \"tcp:10.0.0.1:80\": not a loopback address: plain TCP listens on "
-             "loopback only");
-  BOOST_TEST(only_error("listen = [\"tcp:example.org:80\"]\n[auth]\nallow_plaintext_loopback = "
-                        "true\n") ==
-             "1:11: listen[0]: \"tcp:example.org:80\": not a loopback address: plain TCP listens "
-             "on loopback only");
+             "loopback only; elsewhere use TLS (tls:HOST:PORT, with [tls] and auth.tokens_file)");
+  BOOST_TEST(
+      only_error("listen = [\"tcp:example.org:80\"]\n[auth]\nallow_plaintext_loopback = "
+                 "true\n") ==
+      "1:11: listen[0]: \"tcp:example.org:80\": not a loopback address: plain TCP listens "
+      "on loopback only; elsewhere use TLS (tls:HOST:PORT, with [tls] and auth.tokens_file)");
   // IPv4-mapped loopback is not taken for loopback: the server would not
   // bind it as such either.
   BOOST_TEST(only_error("listen = [\"tcp:[::ffff:127.0.0.1]:80\"]\n[auth]\n"
                         "allow_plaintext_loopback = true\n") ==
              "1:11: listen[0]: \"tcp:[::ffff:127.0.0.1]:80\": not a loopback address: plain TCP "
-             "listens on loopback only");
+             "listens on loopback only; elsewhere use TLS (tls:HOST:PORT, with [tls] and "
+             "auth.tokens_file)");
   config_dir d;
   auto l = d.load("listen = [\"tcp:127.0.0.2:0\", \"tcp:[::1]:0\", \"tcp:localhost:0\"]\n" +
                   source_policies() + "[auth]\nallow_plaintext_loopback = true\n");
   BOOST_TEST_REQUIRE(l.ok(), all_errors(l));
   BOOST_TEST(l.config.auth.allow_plaintext_loopback);
+}
+
+BOOST_AUTO_TEST_CASE(tls_listeners_need_tls_and_tokens) {
+  BOOST_TEST(only_error("listen = [\"tls:0.0.0.0:8443\"]\n") ==
+             "1:11: listen[0]: \"tls:0.0.0.0:8443\": a TLS listener needs [tls] cert_file and "
+             "key_file, and auth.tokens_file");
+  config_dir d;
+  auto cert = test::make_test_certificate(d.path);
+  auto other = test::make_test_certificate(d.path, "other");
+  d.write("tokens", "", 0600);
+  const std::string tls = "[tls]\ncert_file = \"cert.pem\"\nkey_file = \"cert-key.pem\"\n";
+  auto no_tokens = d.load("listen = [\"tls:0.0.0.0:8443\"]\n" + source_policies() + tls);
+  BOOST_TEST_REQUIRE(no_tokens.errors.size() == 1u, all_errors(no_tokens));
+  BOOST_TEST(no_tokens.errors[0].describe() ==
+             d.path + "/castellan.toml:1:11: listen[0]: \"tls:0.0.0.0:8443\": a TLS listener "
+                      "needs auth.tokens_file: without tokens it would admit anyone who can "
+                      "reach it");
+  auto fine = d.load("listen = [\"tls:0.0.0.0:8443\", \"tls:[::1]:0\"]\n" + source_policies() +
+                     tls + "[auth]\ntokens_file = \"tokens\"\n");
+  BOOST_TEST_REQUIRE(fine.ok(), all_errors(fine));
+  BOOST_TEST(fine.config.tls.cert_file == cert.cert_file);
+  BOOST_TEST(fine.config.tls.key_file == cert.key_file);
+  // The key: its owner's alone, and the certificate's.
+  ::chmod(cert.key_file.c_str(), 0640);
+  auto open = d.load(source_policies() + tls);
+  BOOST_TEST_REQUIRE(open.errors.size() == 1u, all_errors(open));
+  BOOST_TEST(open.errors[0].describe() ==
+             d.path + "/castellan.toml:5:12: tls.key_file: \"" + cert.key_file +
+                 "\": mode 0640 lets others than its owner read the key (chmod 600)");
+  ::chmod(cert.key_file.c_str(), 0600);
+  auto mismatch =
+      d.load(source_policies() + "[tls]\ncert_file = \"cert.pem\"\nkey_file = \"other-key.pem\"\n");
+  BOOST_TEST_REQUIRE(mismatch.errors.size() == 1u, all_errors(mismatch));
+  BOOST_TEST(mismatch.errors[0].key == "tls.cert_file");
+  BOOST_TEST(mismatch.errors[0].message.find("does not match the certificate") != std::string::npos,
+             mismatch.errors[0].message);
+  auto half = d.load(source_policies() + "[tls]\ncert_file = \"cert.pem\"\n");
+  BOOST_TEST_REQUIRE(half.errors.size() == 1u, all_errors(half));
+  BOOST_TEST(half.errors[0].describe() ==
+             d.path + "/castellan.toml:4:13: tls.key_file: missing: [tls] needs both cert_file "
+                      "and key_file");
 }
 
 BOOST_AUTO_TEST_CASE(the_sockets_mode_and_group) {

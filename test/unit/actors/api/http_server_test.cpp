@@ -1,6 +1,8 @@
 #include <boost/test/unit_test.hpp>
 
+#include <arpa/inet.h>
 #include <grp.h>
+#include <netinet/in.h>
 #include <stdlib.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -19,10 +21,14 @@
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/beast/http.hpp>
 #include <nlohmann/json.hpp>
+#include <openssl/err.h>
+#include <openssl/ssl.h>
 
 #include "actors/api/http_server.hpp"
 #include "support/http_client.hpp"
 #include "support/skip.hpp"
+#include "support/tcp_http.hpp"
+#include "support/test_certificate.hpp"
 
 using namespace castellan;
 using namespace castellan::api;
@@ -50,7 +56,8 @@ struct echo_server {
   std::promise<uint64_t> abandoned;
   std::promise<uint64_t> held;
 
-  explicit echo_server(http_limits limits = {}, std::vector<listen_address> extra = {}) {
+  explicit echo_server(http_limits limits = {}, std::vector<listen_address> extra = {},
+                       const tls_files& tls = {}) {
     listen_address a;
     a.path = socket_path;
     extra.insert(extra.begin(), a);
@@ -61,14 +68,16 @@ struct echo_server {
         return;
       }
       http_response r;
-      r.body =
-          nlohmann::json{
-              {"method", req.method}, {"target", req.target}, {"body", req.body}, {"tcp", req.tcp}}
-              .dump();
+      r.body = nlohmann::json{{"method", req.method},
+                              {"target", req.target},
+                              {"body", req.body},
+                              {"tcp", req.tcp},
+                              {"tls", req.tls}}
+                   .dump();
       server->respond(req.id, std::move(r));
     };
     cb.on_abandoned = [this](uint64_t id) { abandoned.set_value(id); };
-    auto s = http_server::start(extra, limits, std::move(cb));
+    auto s = http_server::start(extra, limits, std::move(cb), {}, tls);
     BOOST_REQUIRE_MESSAGE(s, (s ? "" : s.error().describe()));
     server = std::move(*s);
   }
@@ -427,6 +436,177 @@ BOOST_AUTO_TEST_CASE(a_half_close_counts_as_going_away) {
   const uint64_t id = wait_for(s.held);
   c.socket().shutdown(boost::asio::socket_base::shutdown_send);
   BOOST_TEST(wait_for(s.abandoned) == id);
+}
+
+// -- TLS ------------------------------------------------------------------------
+
+namespace {
+
+listen_address tls_loopback() {
+  listen_address a;
+  a.type = listen_address::kind::tcp;
+  a.host = "127.0.0.1";
+  a.tls = true;
+  return a;
+}
+
+/// A raw TCP connection to 127.0.0.1:`port` with the 30 s safety net.
+int raw_connect(uint16_t port) {
+  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  BOOST_REQUIRE(fd >= 0);
+  timeval tv{30, 0};
+  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+  sockaddr_in sin{};
+  sin.sin_family = AF_INET;
+  sin.sin_port = htons(port);
+  sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  BOOST_REQUIRE(::connect(fd, reinterpret_cast<sockaddr*>(&sin), sizeof sin) == 0);
+  return fd;
+}
+
+/// Whether the server closes `fd` (EOF or reset) rather than answering or
+/// leaving it open until the 30 s safety net.
+bool closed_by_server(int fd) {
+  char buf[4096];
+  for (;;) {
+    ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n == 0 || (n < 0 && errno == ECONNRESET))
+      return true;
+    if (n < 0)
+      return false; // the safety net (EAGAIN), or another error
+    // TLS alerts may come first; what matters is the end.
+  }
+}
+
+} // namespace
+
+BOOST_AUTO_TEST_CASE(a_tls_listener_speaks_tls_only) {
+  temp_dir dir;
+  auto cert = castellan::test::make_test_certificate(dir.path);
+  echo_server s({}, {tls_loopback()}, {cert.cert_file, cert.key_file});
+  const auto& b = s.server->bound()[1];
+  BOOST_TEST(b.to_string() == "tls:127.0.0.1:" + std::to_string(b.port));
+  auto r = castellan::test::tls_request(b.port, cert.cert_file, "GET", "/x");
+  BOOST_REQUIRE_MESSAGE(r.status == 200u, r.error.message());
+  BOOST_TEST(r.json()["tls"] == true);
+  BOOST_TEST(r.json()["tcp"] == true);
+  // A plain HTTP client gets no HTTP answer: the handshake fails and the
+  // connection is closed.
+  int fd = raw_connect(b.port);
+  const std::string plain = "GET /x HTTP/1.1\r\nHost: localhost\r\n\r\n";
+  BOOST_REQUIRE(::write(fd, plain.data(), plain.size()) == static_cast<ssize_t>(plain.size()));
+  std::string got;
+  char buf[512];
+  ssize_t n;
+  while ((n = ::read(fd, buf, sizeof buf)) > 0)
+    got.append(buf, static_cast<std::size_t>(n));
+  ::close(fd);
+  BOOST_TEST(got.find("HTTP/1.1") == std::string::npos, got);
+  BOOST_TEST((n == 0 || errno == ECONNRESET));
+  // The unix socket beside it is still plain.
+  http_client c(s.socket_path);
+  BOOST_TEST(c.get("/u").json()["tls"] == false);
+}
+
+BOOST_AUTO_TEST_CASE(tls_below_1_2_and_renegotiation_are_refused) {
+  temp_dir dir;
+  auto cert = castellan::test::make_test_certificate(dir.path);
+  echo_server s({}, {tls_loopback()}, {cert.cert_file, cert.key_file});
+  const uint16_t port = s.server->bound()[1].port;
+  // A client that would speak TLS 1.0 or 1.1 only (its own floor lowered
+  // below what Debian's OpenSSL allows by default).
+  {
+    SSL_CTX* ctx = SSL_CTX_new(TLS_client_method());
+    SSL_CTX_set_security_level(ctx, 0);
+    SSL_CTX_set_min_proto_version(ctx, TLS1_VERSION);
+    SSL_CTX_set_max_proto_version(ctx, TLS1_1_VERSION);
+    SSL* ssl = SSL_new(ctx);
+    int fd = raw_connect(port);
+    SSL_set_fd(ssl, fd);
+    BOOST_TEST(SSL_connect(ssl) != 1, "a TLS 1.1 handshake must fail");
+    SSL_free(ssl);
+    SSL_CTX_free(ctx);
+    ::close(fd);
+    ERR_clear_error();
+  }
+  // TLS 1.2, then a renegotiation the client starts.
+  {
+    SSL_CTX* ctx = SSL_CTX_new(TLS_client_method());
+    SSL_CTX_set_max_proto_version(ctx, TLS1_2_VERSION);
+    SSL* ssl = SSL_new(ctx);
+    int fd = raw_connect(port);
+    SSL_set_fd(ssl, fd);
+    BOOST_REQUIRE(SSL_connect(ssl) == 1);
+    BOOST_TEST(SSL_version(ssl) == TLS1_2_VERSION);
+    BOOST_REQUIRE(SSL_renegotiate(ssl) == 1);
+    SSL_do_handshake(ssl);
+    // The server answers the new ClientHello with a no_renegotiation alert.
+    char buf[256];
+    const int n = SSL_read(ssl, buf, sizeof buf);
+    BOOST_TEST(n <= 0);
+    const unsigned long e = ERR_peek_last_error();
+    BOOST_TEST(ERR_GET_REASON(e) == SSL_R_NO_RENEGOTIATION, ERR_reason_error_string(e));
+    SSL_free(ssl);
+    SSL_CTX_free(ctx);
+    ::close(fd);
+    ERR_clear_error();
+  }
+}
+
+BOOST_AUTO_TEST_CASE(the_read_timeout_covers_the_tls_handshake) {
+  temp_dir dir;
+  auto cert = castellan::test::make_test_certificate(dir.path);
+  http_limits limits;
+  limits.read_timeout = std::chrono::milliseconds(200);
+  echo_server s(limits, {tls_loopback()}, {cert.cert_file, cert.key_file});
+  const uint16_t port = s.server->bound()[1].port;
+  // A connection that never starts the handshake.
+  int silent = raw_connect(port);
+  BOOST_TEST(closed_by_server(silent));
+  ::close(silent);
+  // One that starts a ClientHello and stalls: the record header of a 512
+  // byte handshake record, and 3 bytes of it.
+  int stalled = raw_connect(port);
+  const unsigned char part[] = {0x16, 0x03, 0x01, 0x02, 0x00, 0x01, 0x00, 0x01};
+  BOOST_REQUIRE(::write(stalled, part, sizeof part) == static_cast<ssize_t>(sizeof part));
+  BOOST_TEST(closed_by_server(stalled));
+  ::close(stalled);
+  // A whole handshake and then silence: the first request's timeout.
+  namespace net = boost::asio;
+  net::io_context io;
+  net::ssl::context ctx(net::ssl::context::tls_client);
+  ctx.load_verify_file(cert.cert_file);
+  net::ssl::stream<net::ip::tcp::socket> t(io, ctx);
+  t.next_layer().connect({net::ip::make_address("127.0.0.1"), port});
+  timeval tv{30, 0};
+  ::setsockopt(t.next_layer().native_handle(), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+  t.handshake(net::ssl::stream_base::client);
+  char c;
+  boost::system::error_code ec;
+  t.read_some(net::buffer(&c, 1), ec);
+  BOOST_TEST((ec == net::error::eof || ec == net::ssl::error::stream_truncated ||
+              ec == net::error::connection_reset),
+             ec.message());
+}
+
+BOOST_AUTO_TEST_CASE(a_tls_listener_needs_a_matching_certificate_and_key) {
+  temp_dir dir;
+  auto cert = castellan::test::make_test_certificate(dir.path);
+  auto other = castellan::test::make_test_certificate(dir.path, "other");
+  auto try_start = [&](const tls_files& tls) {
+    auto srv =
+        http_server::start({tls_loopback()}, {}, {[](http_request) {}, [](uint64_t) {}}, {}, tls);
+    return srv ? std::string() : srv.error().describe();
+  };
+  BOOST_TEST(try_start({}).find("a TLS listener needs a certificate and a key") !=
+             std::string::npos);
+  BOOST_TEST(try_start({cert.cert_file, other.key_file}).find("does not match the certificate") !=
+             std::string::npos);
+  BOOST_TEST(try_start({dir.path + "/none.pem", cert.key_file})
+                 .find("certificate chain " + dir.path + "/none.pem") != std::string::npos);
+  BOOST_TEST(try_start({cert.cert_file, cert.key_file}).empty());
+  BOOST_TEST(check_tls_files({cert.cert_file, other.key_file}).find("does not match") !=
+             std::string::npos);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

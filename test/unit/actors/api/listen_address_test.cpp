@@ -46,6 +46,17 @@ BOOST_AUTO_TEST_CASE(tcp_hosts_and_ports) {
   BOOST_TEST(a->port == 8080);
   BOOST_TEST(a->to_string() == "tcp:127.0.0.1:8080");
 
+  BOOST_TEST(!a->tls);
+  auto t = parse_listen_address("tls:0.0.0.0:8443");
+  BOOST_REQUIRE(t);
+  BOOST_TEST((t->type == listen_address::kind::tcp));
+  BOOST_TEST(t->tls);
+  BOOST_TEST(t->to_string() == "tls:0.0.0.0:8443");
+  auto t6 = parse_listen_address("tls:[::]:443");
+  BOOST_REQUIRE(t6);
+  BOOST_TEST(t6->to_string() == "tls:[::]:443");
+  BOOST_TEST(mentions(refusal("tls:127.0.0.1"), "no ':PORT'"));
+
   auto v6 = parse_listen_address("tcp:[::1]:0");
   BOOST_REQUIRE(v6);
   BOOST_TEST(v6->host == "::1");
@@ -70,7 +81,7 @@ BOOST_AUTO_TEST_CASE(tcp_hosts_and_ports) {
 }
 
 BOOST_AUTO_TEST_CASE(unknown_schemes) {
-  BOOST_TEST(mentions(refusal("http://127.0.0.1:80"), "scheme is not 'unix:' or 'tcp:'"));
+  BOOST_TEST(mentions(refusal("http://127.0.0.1:80"), "scheme is not 'unix:', 'tcp:' or 'tls:'"));
   BOOST_TEST(mentions(refusal("/run/castellan.sock"), "listen address '/run/castellan.sock'"));
   BOOST_TEST(mentions(refusal(""), "scheme"));
 }
