@@ -1,5 +1,7 @@
 #include "actors/exec_json.hpp"
 
+#include "actors/json_bytes.hpp"
+
 namespace castellan {
 
 nlohmann::json to_json(const policy_event& e) {
@@ -8,7 +10,21 @@ nlohmann::json to_json(const policy_event& e) {
           {"timestamp_ns", e.timestamp_ns}};
 }
 
+namespace {
+
+/// Output as a JSON string: as it is when it is UTF-8, else base64.
+nlohmann::json output(const std::string& bytes, bool& base64) {
+  base64 = !is_utf8(bytes);
+  return base64 ? base64_encode(bytes) : bytes;
+}
+
+} // namespace
+
 nlohmann::json to_json(const exec_result& r) {
+  bool stdout_base64 = false;
+  bool stderr_base64 = false;
+  nlohmann::json out = output(r.stdout_data, stdout_base64);
+  nlohmann::json err = output(r.stderr_data, stderr_base64);
   nlohmann::json events = nlohmann::json::array();
   for (const auto& e : r.events)
     events.push_back(to_json(e));
@@ -27,8 +43,10 @@ nlohmann::json to_json(const exec_result& r) {
     {"exec_id", r.exec_id},
     {"exit_code", r.exit_code},
     {"error_class", to_string(r.error)},
-    {"stdout", r.stdout_data},
-    {"stderr", r.stderr_data},
+    {"stdout", std::move(out)},
+    {"stderr", std::move(err)},
+    {"stdout_base64", stdout_base64},
+    {"stderr_base64", stderr_base64},
     {"stdout_truncated", r.stdout_truncated},
     {"stderr_truncated", r.stderr_truncated},
     {"exception", exception},

@@ -2,7 +2,8 @@
 
 /// @file exec_json.hpp
 /// The JSON form of an exec result — what `castellan exec --json` prints and
-/// what the daemon's API returns.
+/// what the daemon's API returns. Output that is not UTF-8 is base64, with
+/// `stdout_base64` / `stderr_base64` true (json_bytes.hpp).
 
 #include <nlohmann/json.hpp>
 
@@ -10,7 +11,8 @@
 
 namespace castellan {
 
-/// `{"exec_id", "exit_code", "error_class", "stdout", "stderr", "stdout_truncated",
+/// `{"exec_id", "exit_code", "error_class", "stdout", "stderr", "stdout_base64",
+///   "stderr_base64", "stdout_truncated",
 ///   "stderr_truncated", "exception": {…} | null, "events": […],
 ///   "timing": {"queue_us", "run_us"}, "usage": {"cpu_us", "peak_memory_bytes"},
 ///   "worker_id", "detail"}`

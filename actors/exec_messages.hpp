@@ -87,6 +87,15 @@ struct exec_request {
   /// whose policy it tightens, on that pool with the tightening applied in
   /// the exec's process.
   std::string policy;
+  /// Environment variables for this exec, "NAME=VALUE" each, set over the
+  /// worker's own (a later entry for a name wins). For code, os.environ; for
+  /// a command, the program's environment.
+  std::vector<std::string> env;
+  /// The working directory the code or program starts in, an absolute path
+  /// inside the sandbox; empty: the worker's.
+  std::string cwd;
+  /// What the exec reads on stdin (fd 0 and sys.stdin); empty: nothing.
+  std::string stdin_data;
   // -- set by the supervisor (whatever a client puts here is replaced) --------
   /// The TIGHTEN frame's payload (docs/wire.md) the pool sends before the
   /// code; empty: none.
@@ -98,7 +107,7 @@ struct exec_request {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, exec_request& x) {
   return f(caf::meta::type_name("exec_request"), x.exec_id, x.code, x.argv, x.timeout_ms, x.pool,
-           x.policy, x.tightening, x.policy_name);
+           x.policy, x.env, x.cwd, x.stdin_data, x.tightening, x.policy_name);
 }
 
 /// Everything castellan knows about one finished exec.

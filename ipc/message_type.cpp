@@ -27,6 +27,7 @@ std::optional<message_type> to_message_type(uint8_t raw) noexcept {
   case 0x21:
   case 0x22:
   case 0x23:
+  case 0x24:
     return static_cast<message_type>(raw);
   default:
     return std::nullopt;
@@ -71,6 +72,8 @@ std::string_view to_string(message_type type) noexcept {
     return "SHUTDOWN";
   case message_type::tighten:
     return "TIGHTEN";
+  case message_type::setup:
+    return "SETUP";
   }
   return "UNKNOWN";
 }

@@ -28,6 +28,7 @@ enum class message_type : uint8_t {
   command = 0x21,     ///< sup → worker: argv, NUL-terminated arguments
   shutdown = 0x22,    ///< sup → worker: finish and exit 0
   tighten = 0x23,     ///< sup → worker: JSON, restrictions for the next CODE's process
+  setup = 0x24,       ///< sup → worker: env, cwd and stdin of the next CODE/COMMAND
 };
 
 /// The type for a byte read off the wire, or nothing if no such type exists.

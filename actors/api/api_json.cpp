@@ -4,6 +4,8 @@
 
 #include "actors/api/api_error.hpp"
 #include "actors/exec_json.hpp"
+#include "actors/json_bytes.hpp"
+#include "actors/pool/exec_setup.hpp"
 
 namespace castellan::api {
 
@@ -39,6 +41,20 @@ std::string exec_id_problem(const std::string& id) {
   return {};
 }
 
+/// `name` as one reference token of a JSON pointer (RFC 6901).
+std::string pointer_token(const std::string& name) {
+  std::string out;
+  for (char c : name) {
+    if (c == '~')
+      out += "~0";
+    else if (c == '/')
+      out += "~1";
+    else
+      out.push_back(c);
+  }
+  return out;
+}
+
 } // namespace
 
 std::string api_error::body() const {
@@ -62,6 +78,7 @@ std::variant<exec_body, api_error> parse_exec_body(std::string_view body, bool c
   exec_body out;
   exec_request& req = out.request;
   bool has_main = false;
+  bool has_stdin = false;
   const char* main_key = command ? "argv" : "code";
   for (auto it = doc.begin(); it != doc.end(); ++it) {
     const std::string& key = it.key();
@@ -110,17 +127,58 @@ std::variant<exec_body, api_error> parse_exec_body(std::string_view body, bool c
         return field_error(key, "'policy' must be a policy document (a JSON object), not " +
                                     type_name(v));
       req.policy = v.dump();
-    } else if (key == "stdin" || key == "env" || key == "cwd") {
-      return field_error(key, "'" + key +
-                                  "' is not supported yet: an exec gets no stdin, environment or "
-                                  "working directory from its request");
+    } else if (key == "stdin") {
+      if (!v.is_string())
+        return field_error(key, "'stdin' must be a string, not " + type_name(v));
+      if (has_stdin)
+        return field_error(key, "give 'stdin' or 'stdin_base64', not both");
+      req.stdin_data = v.get<std::string>();
+      has_stdin = true;
+    } else if (key == "stdin_base64") {
+      if (!v.is_string())
+        return field_error(key, "'stdin_base64' must be a string, not " + type_name(v));
+      if (has_stdin)
+        return field_error(key, "give 'stdin' or 'stdin_base64', not both");
+      auto bytes = base64_decode(v.get<std::string>());
+      if (!bytes)
+        return field_error(key, "'stdin_base64' is not base64 (RFC 4648, standard alphabet, "
+                                "padded, no white space)");
+      req.stdin_data = std::move(*bytes);
+      has_stdin = true;
+    } else if (key == "env") {
+      if (!v.is_object())
+        return field_error(key, "'env' must be an object of strings, not " + type_name(v));
+      for (auto e = v.begin(); e != v.end(); ++e) {
+        const std::string ptr = "env/" + pointer_token(e.key());
+        if (!e.value().is_string())
+          return field_error(ptr, "'env." + e.key() + "' must be a string, not " +
+                                      type_name(e.value()));
+        if (e.key().empty() || e.key().find('=') != std::string::npos ||
+            e.key().find('\0') != std::string::npos)
+          return field_error(ptr, "'" + e.key() +
+                                      "' is not a variable name (empty, or with '=' or NUL)");
+        const auto& value = e.value().get_ref<const std::string&>();
+        if (value.find('\0') != std::string::npos)
+          return field_error(ptr, "'env." + e.key() + "' contains a NUL byte");
+        req.env.push_back(e.key() + "=" + value);
+      }
+    } else if (key == "cwd") {
+      if (!v.is_string())
+        return field_error(key, "'cwd' must be a string, not " + type_name(v));
+      req.cwd = v.get<std::string>();
     } else {
       return field_error(key, "unknown field '" + key + "' (expected " +
-                                  (command ? "argv" : "code") + ", id, timeout_ms, pool, policy)");
+                                  (command ? "argv" : "code") +
+                                  ", id, timeout_ms, pool, policy, stdin, stdin_base64, env, cwd)");
     }
   }
   if (!has_main)
     return field_error(main_key, std::string("the field '") + main_key + "' is missing");
+  if (auto why = check_setup(req); !why.empty()) {
+    // "env[2]: …" or "cwd: …": the pointer is the field's.
+    const std::string field = why.substr(0, why.find_first_of("[:"));
+    return field_error(field, why);
+  }
   return out;
 }
 

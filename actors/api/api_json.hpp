@@ -41,9 +41,9 @@ struct exec_body {
   std::string id;
 };
 
-/// `POST /v1/exec` `{code, id?, timeout_ms?, pool?, policy?}` (command ==
-/// false) or `POST /v1/run` `{argv, id?, timeout_ms?, pool?, policy?}`
-/// (command == true).
+/// `POST /v1/exec` `{code, id?, timeout_ms?, pool?, policy?, stdin? |
+/// stdin_base64?, env?, cwd?}` (command == false) or `POST /v1/run` `{argv,
+/// …}` (command == true).
 std::variant<exec_body, api_error> parse_exec_body(std::string_view body, bool command);
 
 /// An exec's result: `castellan exec --json`'s object plus `"v": 1`, and

@@ -6,8 +6,8 @@
 #include <set>
 
 #include <nlohmann/json.hpp>
-#include <openssl/evp.h>
 
+#include "actors/json_bytes.hpp"
 #include "actors/pool/pool_actor.hpp"
 #include "actors/pool/sandbox_profile.hpp"
 #include "platform/linux/landlock.hpp"
@@ -102,15 +102,6 @@ policy_fit covers(const pool_config& wide, const pool_config& narrow) {
   if (auto m = first_missing(set_of(w.kill_syscalls), {&n_kill}); !m.empty())
     return {"the pool kills on " + m + ", the request policy does not"};
   return {};
-}
-
-std::string base64(const std::string& bytes) {
-  std::string out(4 * ((bytes.size() + 2) / 3) + 1, '\0');
-  const int n = EVP_EncodeBlock(reinterpret_cast<unsigned char*>(out.data()),
-                                reinterpret_cast<const unsigned char*>(bytes.data()),
-                                static_cast<int>(bytes.size()));
-  out.resize(static_cast<std::size_t>(std::max(n, 0)));
-  return out;
 }
 
 std::string machine() {
@@ -217,7 +208,7 @@ outcome<std::string> make_tightening(const pool_config& pool, const pool_config&
       auto filter = platform::export_seccomp_filter(deny, kill);
       if (!filter)
         return filter.error().wrap("tightening");
-      desc["seccomp"] = {{"program", base64(filter->program)},
+      desc["seccomp"] = {{"program", base64_encode(filter->program)},
                          {"denied", filter->denied},
                          {"killed", filter->killed}};
     }

@@ -23,6 +23,7 @@
 #include <spdlog/spdlog.h>
 
 #include "actors/pool/exec_assembly.hpp"
+#include "actors/pool/exec_setup.hpp"
 #include "actors/pool/pool_policy.hpp"
 #include "actors/pool/sandbox_profile.hpp"
 #include "actors/sha256.hpp"
@@ -407,16 +408,18 @@ void start_exec(pool_ptr self, uint64_t id, worker_slot& slot, pending_exec p) {
   // egress: connections the code opens are recorded under this exec.
   slot.ch->set_exec(p.req.exec_id);
   outcome<void> sent;
-  if (!p.req.tightening.empty()) {
-    // The child forked for the CODE below applies it before the code runs
-    // (docs/wire.md, TIGHTEN); the exec handler admitted only CODE requests
-    // to a fork-mode pool, and only when both frames fit the ring.
+  // The frames that announce the CODE or COMMAND come right before it
+  // (docs/wire.md); the exec handler admitted the request only when all of
+  // them fit the ring together.
+  if (!p.req.tightening.empty())
+    // The child forked for the CODE applies it before the code runs; the
+    // exec handler admitted only CODE requests to a fork-mode pool.
     sent = slot.ch->send(ipc::message_type::tighten, p.request_id, p.req.tightening);
-    if (sent)
-      sent = slot.ch->send(ipc::message_type::code, p.request_id, p.req.code);
-  } else if (p.req.argv.empty()) {
+  if (sent && has_setup(p.req))
+    sent = slot.ch->send(ipc::message_type::setup, p.request_id, encode_setup(p.req));
+  if (sent && p.req.argv.empty()) {
     sent = slot.ch->send(ipc::message_type::code, p.request_id, p.req.code);
-  } else {
+  } else if (sent) {
     std::string argv;
     for (const auto& a : p.req.argv) {
       argv += a;
@@ -465,13 +468,22 @@ std::string too_large(const pool_config& cfg, const exec_request& req) {
   if (req.code.size() > cfg.code_limit)
     return "code is " + std::to_string(req.code.size()) + " bytes; the limit is " +
            std::to_string(cfg.code_limit);
-  if (!req.tightening.empty()) {
-    // Both frames go into the ring back to back.
-    const uint64_t frames = 2 * (4 + 5) + req.tightening.size() + req.code.size();
-    if (frames > cfg.ring_capacity)
-      return "code and tightening are " + std::to_string(frames) +
-             " bytes on the wire; the ring holds " + std::to_string(cfg.ring_capacity);
+  // The request's frames go into the ring back to back (start_exec).
+  constexpr uint64_t frame_header = 4 + 5;
+  uint64_t frames = frame_header + req.code.size();
+  for (const auto& a : req.argv)
+    frames += a.size() + 1;
+  if (!req.tightening.empty())
+    frames += frame_header + req.tightening.size();
+  if (has_setup(req)) {
+    frames += frame_header + 12 + req.cwd.size() + req.stdin_data.size();
+    for (const auto& e : req.env)
+      frames += e.size() + 1;
   }
+  if (frames > cfg.ring_capacity)
+    return "the request is " + std::to_string(frames) +
+           " bytes on the wire (code or argv, stdin, env, cwd and tightening); the ring holds " +
+           std::to_string(cfg.ring_capacity);
   return {};
 }
 
@@ -1032,6 +1044,8 @@ pool_internal_actor::behavior_type pool_impl(pool_ptr self, pool_config base,
       auto& s = self->state;
       if (req.code.empty() && req.argv.empty())
         return make_error(castellan_errc::invalid_request, "exec: neither code nor argv given");
+      if (auto why = check_setup(req); !why.empty())
+        return make_error(castellan_errc::invalid_request, "exec: " + why);
       // Only a process forked for the exec can be narrowed (a shared
       // interpreter would keep the restrictions), and command mode runs no
       // such process. (Checked before the response promise exists: an error

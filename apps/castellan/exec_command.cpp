@@ -19,6 +19,7 @@
 #include "actors/exec_json.hpp"
 #include "actors/interfaces.hpp"
 #include "actors/policy/engine/policy_loader.hpp"
+#include "actors/pool/exec_setup.hpp"
 #include "actors/pool/pool_policy.hpp"
 #include "actors/pool/sandbox_profile.hpp"
 #include "platform/install_layout.hpp"
@@ -36,6 +37,9 @@ struct exec_options : pool_options {
   std::string timeout;
   std::string request_policy;       ///< a policy for this request only (exec_request::policy)
   std::string audit_log;            ///< write this run's audit records here
+  std::vector<std::string> env;     ///< -e NAME=VALUE
+  std::string workdir;              ///< -w DIR
+  bool forward_stdin = false;       ///< --stdin
   // code mode
   std::string code;
   std::string file;
@@ -51,6 +55,13 @@ void add_common_flags(CLI::App* cmd, exec_options& o) {
                   "policy's limits.timeout_ms, else 30s)");
   cmd->add_option("--audit-log", o.audit_log,
                   "Append this run's audit records (JSON lines) to FILE");
+  cmd->add_option("-e,--env", o.env, "Set an environment variable of the exec: -e NAME=VALUE "
+                                      "(repeatable)")
+    ->allow_extra_args(false); // one NAME=VALUE per -e: the code may follow
+  cmd->add_option("-w,--workdir", o.workdir,
+                  "The directory the code or program starts in (an absolute path in the "
+                  "sandbox)");
+  cmd->add_flag("--stdin", o.forward_stdin, "Pass this command's stdin to the exec's stdin");
   cmd->add_option("--request-policy", o.request_policy,
                   "A policy for this request only, on top of the pool's (--policy): a stricter "
                   "one runs on the warm workers in isolated mode, narrowed in the exec's process; "
@@ -91,6 +102,32 @@ void print_result(const exec_result& r, bool json) {
               << (r.detail.empty() ? std::string() : ": " + r.detail) << "\n";
   else if (!r.detail.empty()) // castellan's note on a result that ran
     std::cerr << "castellan: " << r.detail << "\n";
+}
+
+/// Reads all of `in` into `out`; false (having said why) when it fails.
+bool slurp(std::istream& in, const std::string& what, std::string& out) {
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  if (in.bad()) {
+    std::cerr << "castellan: cannot read " << what << "\n";
+    return false;
+  }
+  out = ss.str();
+  return true;
+}
+
+/// The request's environment, working directory and stdin from the flags;
+/// false (having said why) when they are not usable.
+bool add_setup(const exec_options& o, exec_request& req) {
+  req.env = o.env;
+  req.cwd = o.workdir;
+  if (o.forward_stdin && !slurp(std::cin, "stdin", req.stdin_data))
+    return false;
+  if (auto why = check_setup(req); !why.empty()) {
+    std::cerr << "castellan: " << why << "\n";
+    return false;
+  }
+  return true;
 }
 
 /// Runs `req` through a freshly started actor tree; the process exit code.
@@ -262,16 +299,6 @@ bool load_code(exec_options& o) {
     std::cerr << "castellan exec: give CODE or -f FILE, not both\n";
     return false;
   }
-  auto slurp = [&](std::istream& in, const std::string& what) {
-    std::ostringstream ss;
-    ss << in.rdbuf();
-    if (in.bad()) {
-      std::cerr << "castellan exec: cannot read " << what << "\n";
-      return false;
-    }
-    o.code = ss.str();
-    return true;
-  };
   if (!o.file.empty()) {
     std::ifstream in(o.file, std::ios::binary);
     if (!in) {
@@ -279,10 +306,15 @@ bool load_code(exec_options& o) {
                 << "\n";
       return false;
     }
-    return slurp(in, o.file);
+    return slurp(in, o.file, o.code);
   }
-  if (o.code == "-")
-    return slurp(std::cin, "stdin");
+  if (o.code == "-") {
+    if (o.forward_stdin) {
+      std::cerr << "castellan exec: the code and the exec's stdin cannot both come from stdin\n";
+      return false;
+    }
+    return slurp(std::cin, "stdin", o.code);
+  }
   if (o.code.empty()) {
     std::cerr << "castellan exec: no code given (CODE, -f FILE or - for stdin)\n";
     return false;
@@ -306,6 +338,10 @@ void add_exec_commands(CLI::App& app, cli_context& ctx) {
     }
     exec_request req;
     req.code = std::move(opts->code);
+    if (!add_setup(*opts, req)) {
+      ctx.exit_code = usage_exit_code;
+      return;
+    }
     ctx.exit_code = run_request(*opts, std::move(req), ctx.started);
   });
 
@@ -323,6 +359,10 @@ void add_exec_commands(CLI::App& app, cli_context& ctx) {
   run->callback([opts, &ctx] {
     exec_request req;
     req.argv = opts->argv;
+    if (!add_setup(*opts, req)) {
+      ctx.exit_code = usage_exit_code;
+      return;
+    }
     ctx.exit_code = run_request(*opts, std::move(req), ctx.started);
   });
 }

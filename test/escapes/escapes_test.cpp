@@ -57,7 +57,7 @@ struct strict_pool : test::actor_system_fixture {
   /// Runs probes/NAME.py after probe_prelude.py (and `preamble`); the
   /// result, and its verdict in `verdict`.
   exec_result probe(const std::string& name, std::string& verdict,
-                    const std::string& preamble = "") {
+                    const std::string& preamble = "", exec_request base = {}) {
     const std::string dir = test::source_dir() + "/test/escapes/";
     std::ifstream prelude(dir + "probe_prelude.py");
     std::ifstream in(dir + "probes/" + name + ".py");
@@ -65,7 +65,9 @@ struct strict_pool : test::actor_system_fixture {
     BOOST_REQUIRE_MESSAGE(in, "probe " << name << " not found");
     std::ostringstream code;
     code << prelude.rdbuf() << preamble << in.rdbuf();
-    auto r = exec_code(pool, code.str());
+    exec_request req = std::move(base);
+    req.code = code.str();
+    auto r = exec(pool, std::move(req));
     verdict.clear();
     const auto pos = r.stdout_data.rfind("verdict: ");
     if (pos != std::string::npos) {
@@ -100,9 +102,9 @@ struct fork_pool : strict_pool {
   /// then PHASE = 2 (it looks); the second's verdict must be one of
   /// `expected`, and both must have run on the same worker.
   void expect_sequence(const std::string& name, const std::set<std::string>& expected,
-                       const std::string& preamble = "") {
+                       const std::string& preamble = "", exec_request first_request = {}) {
     std::string first, second;
-    auto r1 = probe(name, first, preamble + "PHASE = 1\n");
+    auto r1 = probe(name, first, preamble + "PHASE = 1\n", std::move(first_request));
     BOOST_TEST_MESSAGE(name << " (first exec): " << r1.stdout_data << r1.stderr_data);
     auto r2 = probe(name, second, preamble + "PHASE = 2\n");
     BOOST_TEST((r2.error == error_class::ok), name << ": " << to_string(r2.error) << " "
@@ -287,7 +289,15 @@ BOOST_AUTO_TEST_CASE(fork_kill_all) {
   expect("fork_kill_all", {platform::landlock_abi() >= 6 ? "zygote alive" : "zygote killed"});
 }
 BOOST_AUTO_TEST_CASE(fork_zygote_pipe) { expect_sequence("fork_zygote_pipe", {"own"}); }
-BOOST_AUTO_TEST_CASE(fork_memory_secret) { expect_sequence("fork_memory_secret", {"clean"}); }
+BOOST_AUTO_TEST_CASE(fork_memory_secret) {
+  // The first exec's environment and stdin are secrets too: the zygote
+  // relays them (the SETUP frame) and must keep no copy.
+  exec_request first;
+  first.env = {"CASTELLAN_PROBE=castellan-env-" "a61f93d0c4"};
+  first.stdin_data = "castellan-stdin-" "2c7be95140";
+  first.cwd = "/usr"; // the worker's own is /tmp
+  expect_sequence("fork_memory_secret", {"clean"}, "", std::move(first));
+}
 BOOST_AUTO_TEST_CASE(fork_tmp_files) { expect_sequence("fork_tmp_files", {"empty"}); }
 BOOST_AUTO_TEST_CASE(fork_tmp_attrs) { expect_sequence("fork_tmp_attrs", {"clean"}); }
 BOOST_AUTO_TEST_CASE(fork_sysv_ipc) { expect_sequence("fork_sysv_ipc", {"empty"}); }

@@ -77,6 +77,34 @@ BOOST_AUTO_TEST_CASE(code_from_stdin_and_from_a_file) {
   BOOST_TEST(f.exit_code == 0);
 }
 
+BOOST_AUTO_TEST_CASE(env_workdir_and_stdin_reach_the_code_and_the_command) {
+  auto code = cli({"exec", "--stdin", "-e", "A=1", "-e", "B=two words", "-w", "/usr",
+                   "import os, sys; print(sys.stdin.read().strip(), os.environ['A'], "
+                   "os.environ['B'], os.getcwd())"},
+                  "piped in\n");
+  BOOST_TEST(code.exit_code == 0, code.err);
+  BOOST_TEST(code.out == "piped in 1 two words /usr\n");
+  auto cmd = cli({"run", "--stdin", "-e", "X=y", "-w", "/usr/lib", "--", "/bin/sh", "-c",
+                  "read line; echo \"<$line>\"; echo $X; pwd"},
+                 "shout\n");
+  BOOST_TEST(cmd.exit_code == 0, cmd.err);
+  BOOST_TEST(cmd.out == "<shout>\ny\n/usr/lib\n");
+  // Without --stdin the exec reads nothing, whatever the CLI's stdin holds.
+  auto none = cli({"exec", "import sys; print(repr(sys.stdin.read()))"}, "not passed\n");
+  BOOST_TEST(none.out == "''\n");
+  auto bad_env = cli({"exec", "-e", "NOEQUALS", "print(1)"});
+  BOOST_TEST(bad_env.exit_code == 2);
+  BOOST_TEST(bad_env.err.find("env[0]: 'NOEQUALS' is not NAME=VALUE") != std::string::npos,
+             bad_env.err);
+  auto missing = cli({"exec", "-w", "/no/such", "print(1)"});
+  BOOST_TEST(missing.exit_code == 126);
+  BOOST_TEST(missing.err.find("cannot enter the working directory '/no/such'") !=
+                 std::string::npos,
+             missing.err);
+  auto both = cli({"exec", "--stdin", "-"}, "print(1)\n");
+  BOOST_TEST(both.exit_code == 2);
+}
+
 BOOST_AUTO_TEST_CASE(timeout_is_124) {
   auto r = cli({"exec", "--timeout", "1s", "while True: pass"});
   BOOST_TEST(r.exit_code == 124);

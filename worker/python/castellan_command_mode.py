@@ -26,18 +26,23 @@ plumbing.late_bound(globals())
 class CommandMode:
     """HarnessCore's COMMAND handler in reuse and oneshot mode."""
 
-    def run_command(self, request_id, payload):
+    def run_command(self, request_id, payload, setup=None):
         if not payload.endswith(b"\0"):
             self.wire.broken("COMMAND payload does not end with a NUL byte")
         argv = payload[:-1].split(b"\0")
         self._prepare(request_id)
+        if not self._apply_setup(request_id, setup):
+            return
         program = argv[0].decode("utf-8", "backslashreplace")
         if not argv[0]:
             self._send_stderr("castellan: empty program name\n")
             self.send_result(request_id, 127, None)
             return
         try:
-            self.child = subprocess.Popen(argv, stdin=subprocess.DEVNULL,
+            # The request's stdin is on fd 0 (castellan_setup); else none.
+            stdin = None if setup is not None and setup.stdin is not None \
+                else subprocess.DEVNULL
+            self.child = subprocess.Popen(argv, stdin=stdin,
                                           stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                           close_fds=True, bufsize=0)
         except OSError as e:

@@ -44,8 +44,9 @@ _REPORT_MAX = 65536
 
 #: The harness to the zygote: what to run (_RUN_CODE, or _RUN_COMMAND with
 #: a COMMAND payload: the argv, each argument NUL-terminated), the length of
-#: it and of the TIGHTEN payload (0: none) that follow, in that order.
-_CODE_HEADER = struct.Struct("<III")
+#: it, of the TIGHTEN payload and of the SETUP payload (0: none) that follow,
+#: in that order.
+_CODE_HEADER = struct.Struct("<IIII")
 _RUN_CODE, _RUN_COMMAND = range(2)
 
 #: The zygote to the harness, per exec: the child's pid (0: none was forked;
@@ -176,7 +177,7 @@ class ForkMode:
         self.fork_poller.register(pidfd, select.POLLIN)
         self.fork_poller.register(answer_r, select.POLLIN)
 
-    def run_command_forked(self, request_id, payload):
+    def run_command_forked(self, request_id, payload, setup=None):
         """A fork-mode COMMAND: run by a child of the zygote, like CODE, so
         that it gets the same exec domain, the same subreaper and the same
         clean-up afterwards."""
@@ -187,12 +188,13 @@ class ForkMode:
             self._send_stderr("castellan: empty program name\n")
             self.send_result(request_id, 127, None)
             return
-        self.run_code_forked(request_id, payload, None, _RUN_COMMAND)
+        self.run_code_forked(request_id, payload, None, _RUN_COMMAND, setup)
 
-    def run_code_forked(self, request_id, source, tightening=None, kind=_RUN_CODE):
+    def run_code_forked(self, request_id, source, tightening=None, kind=_RUN_CODE, setup=None):
         """The harness's side of a fork-mode CODE: the code (and the raw
-        TIGHTEN payload) to the zygote, the child's fd 1/2 output to the
-        wire while it runs, then RESULT from the zygote's answer."""
+        TIGHTEN and SETUP payloads, both checked by the harness) to the
+        zygote, the child's fd 1/2 output to the wire while it runs, then
+        RESULT from the zygote's answer."""
         self.request_id = request_id
         zygote_pidfd, ctl_w, answer_r = self.zygote
         poller = self.fork_poller
@@ -202,11 +204,12 @@ class ForkMode:
             if fd in pumps:
                 pumps[fd].forward(send=False)
         narrowing = b"" if tightening is None else tightening
+        setup = b"" if setup is None else setup
         try:
             # No concatenation: a joined copy of the code would stay behind
             # in this process's heap (the frame's own buffer is scrubbed).
-            _writev_all(ctl_w, [_CODE_HEADER.pack(kind, len(source), len(narrowing)), source,
-                                narrowing])
+            _writev_all(ctl_w, [_CODE_HEADER.pack(kind, len(source), len(narrowing), len(setup)),
+                                source, narrowing, setup])
         except OSError:
             self._zygote_lost()
         answer = bytearray()

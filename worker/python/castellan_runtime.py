@@ -173,6 +173,11 @@ class HarnessCore:
         # (request id, payload, parsed description or TighteningError) of a
         # TIGHTEN frame, until the CODE frame it announces arrives.
         self.pending_tighten = None
+        # (request id, payload) of a SETUP frame, until the CODE or COMMAND
+        # frame it announces arrives.
+        self.pending_setup = None
+        # fd 0 is a request's stdin (castellan_setup), not /dev/null.
+        self.stdin_replaced = False
         self.wire = wire.Wire(segment_fd, to_worker_fd, to_supervisor_fd,
                               on_broken=self._broken)
         for fd in (segment_fd, to_worker_fd, to_supervisor_fd):
@@ -376,6 +381,9 @@ class HarnessCore:
             except OSError as e:
                 self.diag(f"cannot restore fd {pump.target_fd}: {e.strerror}")
         self._install_exec_stdio()
+        if self.stdin_replaced:
+            self._stdin_to_devnull()
+            self.stdin_replaced = False
         sys.path[:] = self.saved_path
         sys.settrace(None)
         sys.setprofile(None)
@@ -491,6 +499,35 @@ class HarnessCore:
             self.wire.broken(f"TIGHTEN for request {pending[0]} followed by request {request_id}")
         return pending[1:]
 
+    def _take_setup(self, request_id):
+        """The SETUP frame announced for `request_id`, parsed (None without
+        one); the frame must come right before its CODE or COMMAND."""
+        pending, self.pending_setup = self.pending_setup, None
+        if pending is None:
+            return None
+        if pending[0] != request_id:
+            self.wire.broken(f"SETUP for request {pending[0]} followed by request {request_id}")
+        setup_module = _import_own("castellan_setup")
+        try:
+            return setup_module.parse(pending[1])
+        except setup_module.SetupError as e:
+            self.wire.broken(str(e))
+
+    def _apply_setup(self, request_id, setup):
+        """Applies `setup` (shared and command modes: in the harness's own
+        process, which _prepare puts back before the next request); False,
+        with the request answered, when it cannot run."""
+        if setup is None:
+            return True
+        if setup.stdin is not None:
+            self.stdin_replaced = True
+        failed = _import_own("castellan_setup").apply(setup)
+        if failed is None:
+            return True
+        self._send_stderr(failed)
+        self.send_result(request_id, _import_own("castellan_setup").EXIT_NO_CWD, None)
+        return False
+
     def serve(self):
         if self.mode == "fork":
             self._start_zygote()
@@ -525,6 +562,14 @@ class HarnessCore:
                     parsed = e
                 self.pending_tighten = (request_id, payload, parsed)
                 continue
+            if mtype == wire.SETUP:
+                if self.pending_setup is not None:
+                    self.wire.broken("two SETUP frames without a CODE or COMMAND between them")
+                self.pending_setup = (request_id, payload)
+                continue
+            setup_payload = self.pending_setup[1] if self.pending_setup is not None else None
+            setup = self._take_setup(request_id) \
+                if mtype in (wire.CODE, wire.COMMAND) else None
             tightening = self._take_tightening(request_id) \
                 if mtype in (wire.CODE, wire.COMMAND) else None
             if tightening is not None:
@@ -543,19 +588,25 @@ class HarnessCore:
                 # The zygote prepares and applies the tightening; it gets the
                 # frame's payload, which the harness has just checked.
                 self.run_code_forked(request_id, payload,
-                                     narrowing if tightening is not None else None)
+                                     narrowing if tightening is not None else None,
+                                     setup=setup_payload if setup is not None else None)
             elif mtype == wire.CODE:
-                self.run_code(request_id, payload)
+                self.run_code(request_id, payload, setup)
             elif mtype == wire.COMMAND and self.mode == "fork":
-                self.run_command_forked(request_id, payload)
+                self.run_command_forked(request_id, payload,
+                                        setup_payload if setup is not None else None)
             elif mtype == wire.COMMAND:
-                self.run_command(request_id, payload)
+                self.run_command(request_id, payload, setup)
             elif mtype == wire.SHUTDOWN:
                 os._exit(0)
             else:
                 self.wire.broken(f"unexpected frame type {mtype:#04x} with no check pending")
             if mtype == wire.CODE:
                 wire.scrub(payload)
+            if setup is not None:
+                # The request's stdin and environment, like its code.
+                setup = None
+                wire.scrub(setup_payload)
             if self.mode == "oneshot":
                 os._exit(0)
 
@@ -606,6 +657,7 @@ def warm_up():
     for name in _MODE_MODULES["reuse"] + _MODE_MODULES["fork"] + ("castellan_zygote",
                                                                   "castellan_denials"):
         _import_own(name)
+    _import_own("castellan_setup")
     _import_tighten()
     _import_clean()
     _freeze_shared_objects()

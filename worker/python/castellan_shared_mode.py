@@ -24,8 +24,10 @@ plumbing.late_bound(globals())
 class SharedMode:
     """HarnessCore's CODE handler in reuse and oneshot mode."""
 
-    def run_code(self, request_id, source):
+    def run_code(self, request_id, source, setup=None):
         self._prepare(request_id)
+        if not self._apply_setup(request_id, setup):
+            return
         main = types.ModuleType("__main__")
         main.__dict__["__builtins__"] = builtins
         text = source.decode("utf-8", "replace")

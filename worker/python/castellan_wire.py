@@ -52,9 +52,11 @@ CODE = 0x20
 COMMAND = 0x21
 SHUTDOWN = 0x22
 TIGHTEN = 0x23
+SETUP = 0x24
 
 #: What the supervisor may send; anything else on to_worker is a broken wire.
-SUPERVISOR_TYPES = frozenset({ALLOW, DENY, WARN_ALLOW, CODE, COMMAND, SHUTDOWN, TIGHTEN})
+SUPERVISOR_TYPES = frozenset({ALLOW, DENY, WARN_ALLOW, CODE, COMMAND, SHUTDOWN, TIGHTEN,
+                              SETUP})
 
 #: The largest STDOUT/STDERR frame payload the worker sends.
 STREAM_CHUNK = 64 * 1024
@@ -144,8 +146,8 @@ class RingReader:
 
     def read(self):
         """The next frame as (type, request_id, payload), or None when the
-        ring is empty. The payload of a CODE frame is a bytearray, so that
-        its reader can overwrite it once used (see scrub()); any other is
+        ring is empty. The payload of a CODE or SETUP frame is a bytearray,
+        so that its reader can overwrite it once used (see scrub()); any other is
         bytes. Raises WireError for anything impossible."""
         cap = self._capacity
         tail = self._tail_word[0]
@@ -166,7 +168,7 @@ class RingReader:
         if mtype not in SUPERVISOR_TYPES:
             raise WireError(f"frame type {mtype:#04x} is not one the supervisor sends")
         size = length - FRAME_MIN_LEN
-        if mtype == CODE:
+        if mtype == CODE or mtype == SETUP:
             payload = self._copy(self._head + FRAME_HEADER_SIZE, size, bytearray(size))
         else:
             payload = self._copy(self._head + FRAME_HEADER_SIZE, size)

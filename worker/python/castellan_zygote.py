@@ -23,7 +23,7 @@ from castellan_fork_mode import (_ANSWER_HEADER, _CODE_HEADER, _EXEC_FAILURE, _N
                                  _TIGHTEN_REFUSED, _TIGHTENED, _WALL, _pack_report,
                                  _readinto_exact, _writev_all)
 from castellan_plumbing import (_exec_failure_status, _freeze_shared_objects, _import_clean,
-                                _import_serving_modules, _import_tighten)
+                                _import_own, _import_serving_modules, _import_tighten)
 from castellan_runtime import (_PR_SET_DUMPABLE, EXIT_BROKEN_WIRE, EXIT_NOT_RUN,
                                _make_undumpable)
 
@@ -231,7 +231,7 @@ class Zygote:
             self._run_child(ctl_r, answer_w, *message)
 
     def _receive_code(self, ctl_r):
-        """The next code and TIGHTEN payload from the harness (see
+        """The next code, TIGHTEN and SETUP payloads from the harness (see
         _CODE_HEADER) as views of the zygote's code buffer, None at EOF.
         Read straight into that buffer, which _run_child zeroes once the
         exec is over: no other copy of the code is made in the zygote, whose
@@ -239,8 +239,8 @@ class Zygote:
         header = self._code_header
         if not _readinto_exact(ctl_r, memoryview(header)):
             return None
-        kind, code_size, narrowing_size = _CODE_HEADER.unpack_from(header)
-        need = code_size + narrowing_size
+        kind, code_size, narrowing_size, setup_size = _CODE_HEADER.unpack_from(header)
+        need = code_size + narrowing_size + setup_size
         if len(self._code_buffer) < need:
             # A new, larger buffer (zeroed by the allocator); the old one was
             # zeroed after its last use.
@@ -248,19 +248,24 @@ class Zygote:
         view = memoryview(self._code_buffer)[:need]
         if not _readinto_exact(ctl_r, view):
             return None
-        return kind, view[:code_size], view[code_size:]
+        setup_start = code_size + narrowing_size
+        return kind, view[:code_size], view[code_size:setup_start], view[setup_start:]
 
-    def _run_child(self, ctl_r, answer_w, kind, source, narrowing):
+    def _run_child(self, ctl_r, answer_w, kind, source, narrowing, setup):
         """One exec in the zygote: forks the child, waits for it only (a
         process it forked may outlive it, and makes the pool replace the
         worker), answers with its report. Kept to the bare calls: every page
         the zygote writes while the child lives is copied on a fault."""
         prepared = None
+        # Parsed in the child only: the request's environment and stdin must
+        # not land in the zygote's heap, where the next child would find
+        # them; the zygote only imports the module.
+        setup_module = _import_own("castellan_setup") if setup else None
         if self._unclean is not None:
             # What an earlier exec left could not be put back: no code runs
             # here any more (the harness stops sending any; this is the
             # second lock).
-            self._scrub_code(source, narrowing)
+            self._scrub_code(source, narrowing, setup)
             self._answer(answer_w, 0, 0, b"", _NOT_TIGHTENED, "", self._unclean)
             return
         if narrowing:
@@ -270,7 +275,7 @@ class Zygote:
             try:
                 prepared = t.prepare(t.parse(narrowing))
             except t.TighteningError as e:
-                self._scrub_code(source, narrowing)
+                self._scrub_code(source, narrowing, setup)
                 self._answer(answer_w, 0, 0, b"", _TIGHTEN_REFUSED, str(e))
                 return
         status_r = status_w = None
@@ -288,7 +293,7 @@ class Zygote:
                     os.close(fd)
             if prepared is not None:
                 prepared.close()
-            self._scrub_code(source, narrowing)
+            self._scrub_code(source, narrowing, setup)
             self._answer(answer_w, -1, e.errno or 0, b"", _NOT_TIGHTENED, "")
             return
         if pid == 0:
@@ -300,6 +305,8 @@ class Zygote:
                 os.close(answer_w)
                 os.close(report_r)
                 self.exec_domain.enter()  # exits unless it entered
+                if setup_module is not None:
+                    self._child_setup(setup_module, setup)  # exits if it cannot run
                 if kind == _RUN_COMMAND:
                     self._child_exec(source, report_w)  # never returns
                 if prepared is not None:
@@ -316,8 +323,8 @@ class Zygote:
         status = os.waitpid(pid, 0)[1]
         # Zeroed once the child is gone (its pages are the zygote's alone
         # again, so this copies nothing): the next child must not find them.
-        self._scrub_code(source, narrowing)
-        del source, narrowing
+        self._scrub_code(source, narrowing, setup)
+        del source, narrowing, setup
         report = memoryview(self._report_buffer)
         try:
             report = report[:os.readv(report_r, [report])]
@@ -338,9 +345,10 @@ class Zygote:
         finally:
             report[:] = bytes(len(report))
 
-    def _scrub_code(self, source, narrowing):
-        """Zeroes the code buffer where this exec's code and TIGHTEN were."""
-        n = len(source) + len(narrowing)
+    def _scrub_code(self, source, narrowing, setup):
+        """Zeroes the code buffer where this exec's code, TIGHTEN and SETUP
+        were."""
+        n = len(source) + len(narrowing) + len(setup)
         memoryview(self._code_buffer)[:n] = bytes(n)
 
     def _put_back(self):
@@ -398,6 +406,16 @@ class Zygote:
                 os.write(report_w, _EXEC_FAILURE.pack(failed_exec))
         finally:
             os._exit(code)
+
+    @staticmethod
+    def _child_setup(setup_module, payload):
+        """The exec's process: its environment, working directory and stdin
+        (the harness checked the payload); exits with EXIT_NO_CWD, having
+        said why on fd 2, when the directory cannot be entered."""
+        failed = setup_module.apply(setup_module.parse(payload))
+        if failed is not None:
+            os.write(2, failed.encode("utf-8", "backslashreplace"))
+            os._exit(setup_module.EXIT_NO_CWD)
 
     def _child_run(self, source, result_w):
         """The forked child: runs the code and reports (exit code, exception)

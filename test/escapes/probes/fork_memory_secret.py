@@ -1,14 +1,24 @@
 # Fork mode, two execs on one worker. The first builds a secret, prints it
 # and raises it; its source also differs from the second's (the runner puts
-# "PHASE = 1" or "PHASE = 2" before this text). The second, forked from the
-# same zygote, searches all of its own memory (what it inherited) for the
-# secret and for the first exec's source. Neither is ever built in one piece
-# by the second exec: it looks for a first half followed by a second.
-PAIRS = [("castellan-secret-", "5f0d7c2a9e41b8"), ("PHASE = ", "1\n# Fork mode, two execs")]
+# "PHASE = 1" or "PHASE = 2" before this text); the runner gives it an
+# environment variable and stdin that are secrets too, which it reads. The
+# second, forked from the same zygote, searches all of its own memory (what
+# it inherited) for the secret, the first exec's source, its variable and
+# its stdin. None is ever built in one piece by the second exec: it looks
+# for a first half followed by a second.
+import os
+import sys
+
+PAIRS = [("castellan-secret-", "5f0d7c2a9e41b8"), ("PHASE = ", "1\n# Fork mode, two execs"),
+         ("castellan-env-", "a61f93d0c4"), ("castellan-stdin-", "2c7be95140")]
+NAMES = ("secret", "code", "env", "stdin")
 if PHASE == 1:
     secret = PAIRS[0][0] + PAIRS[0][1]
-    print(secret)
+    print(secret, os.environ.get("CASTELLAN_PROBE"), sys.stdin.read(), os.getcwd())
     raise RuntimeError(secret)
+if "CASTELLAN_PROBE" in os.environ or os.getcwd() == "/usr":
+    verdict("inherited the first exec's environment or directory")
+    raise SystemExit(0)
 found = []
 CHUNK = 8 << 20
 overlap = max(len(a) + len(b) for a, b in PAIRS)
@@ -37,7 +47,7 @@ with open("/proc/self/mem", "rb", buffering=0) as mem:
                 i = data.find(a)
                 while i >= 0:
                     if data[i + len(a):i + len(a) + len(b)] == b:
-                        found.append(("secret", "code")[n])
+                        found.append(NAMES[n])
                     i = data.find(a, i + 1)
             del data
             at += CHUNK

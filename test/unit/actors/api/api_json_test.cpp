@@ -2,6 +2,7 @@
 
 #include <string>
 #include <variant>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -60,6 +61,51 @@ BOOST_AUTO_TEST_CASE(the_cache_stays_right_past_its_capacity) {
     BOOST_TEST(j["enforcement"]["worker"] == i % 70);
     BOOST_TEST(j == expected(r));
   }
+}
+
+/// The request `body` parses into, or fails the test.
+exec_request parsed(const std::string& body) {
+  auto p = parse_exec_body(body, false);
+  if (auto* err = std::get_if<api_error>(&p))
+    BOOST_FAIL("refused: " << err->message);
+  return std::get<exec_body>(p).request;
+}
+
+/// The error `body` is refused with.
+api_error refused(const std::string& body, bool command = false) {
+  auto p = parse_exec_body(body, command);
+  BOOST_REQUIRE(std::holds_alternative<api_error>(p));
+  return std::get<api_error>(p);
+}
+
+BOOST_AUTO_TEST_CASE(stdin_env_and_cwd_are_read) {
+  auto r = parsed(R"({"code":"x","stdin":"hi\n","env":{"A":"1","B":""},"cwd":"/w"})");
+  BOOST_TEST(r.stdin_data == "hi\n");
+  BOOST_TEST((r.env == std::vector<std::string>{"A=1", "B="}));
+  BOOST_TEST(r.cwd == "/w");
+  auto b = parsed(R"({"code":"x","stdin_base64":"/wAB"})");
+  BOOST_TEST(b.stdin_data == std::string("\xff\x00\x01", 3));
+  auto c = parse_exec_body(R"({"argv":["cat"],"stdin":"x"})", true);
+  BOOST_TEST(std::get<exec_body>(c).request.stdin_data == "x");
+}
+
+BOOST_AUTO_TEST_CASE(bad_stdin_env_and_cwd_name_their_field) {
+  BOOST_TEST(refused(R"({"code":"x","stdin":1})").field == "/stdin");
+  BOOST_TEST(refused(R"({"code":"x","stdin":"a","stdin_base64":"YQ=="})").field ==
+             "/stdin_base64");
+  auto b64 = refused(R"({"code":"x","stdin_base64":"not base64!"})");
+  BOOST_TEST(b64.field == "/stdin_base64");
+  BOOST_TEST(b64.message.find("is not base64") != std::string::npos, b64.message);
+  BOOST_TEST(refused(R"({"code":"x","env":["A=1"]})").field == "/env");
+  BOOST_TEST(refused(R"({"code":"x","env":{"A":1}})").field == "/env/A");
+  BOOST_TEST(refused(R"({"code":"x","env":{"A=B":"1"}})").field == "/env/A=B");
+  BOOST_TEST(refused(R"({"code":"x","env":{"a/b~":"\u0000"}})").field == "/env/a~1b~0");
+  BOOST_TEST(refused(R"({"code":"x","env":{"":"1"}})").field == "/env/");
+  auto rel = refused(R"({"code":"x","cwd":"tmp"})");
+  BOOST_TEST(rel.field == "/cwd");
+  BOOST_TEST(rel.message == "cwd: 'tmp' is not an absolute path");
+  BOOST_TEST(refused(R"({"code":"x","cwd":7})").field == "/cwd");
+  BOOST_TEST(refused(R"({"code":"x","cwd":"/a\u0000b"})").field == "/cwd");
 }
 
 BOOST_AUTO_TEST_SUITE_END()

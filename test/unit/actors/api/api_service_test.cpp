@@ -130,6 +130,23 @@ BOOST_AUTO_TEST_CASE(exec_answers_as_exec_json_prints_plus_v) {
   BOOST_TEST(ex.json()["exception"]["type"] == "ValueError");
   BOOST_TEST(ex.json()["exception"]["message"] == "nope");
 
+  // stdin (as text and as base64), env and cwd reach the code; output that
+  // is not UTF-8 comes back as base64 with its flag.
+  auto setup = exec({{"code", "import os, sys\n"
+                              "data = sys.stdin.buffer.read()\n"
+                              "sys.stdout.buffer.write(data[::-1])\n"
+                              "print(os.environ['K'], os.getcwd(), file=sys.stderr)"},
+                     {"stdin_base64", "AP8BYQ=="},
+                     {"env", {{"K", "v"}}},
+                     {"cwd", "/usr"}});
+  BOOST_REQUIRE_MESSAGE(setup.status == 200u, setup.body);
+  BOOST_TEST(setup.json()["stdout_base64"] == true);
+  BOOST_TEST(setup.json()["stdout"] == "YQH/AA==", setup.body); // "a\x01\xff\x00"
+  BOOST_TEST(setup.json()["stderr_base64"] == false);
+  BOOST_TEST(setup.json()["stderr"] == "v /usr\n");
+  auto text = exec({{"code", "print(input().upper())"}, {"stdin", "caf\u00e9\n"}});
+  BOOST_TEST(text.json()["stdout"] == "CAF\u00c9\n", text.body);
+
   auto slow = exec({{"code", "import time; time.sleep(60)"}, {"timeout_ms", 300}});
   BOOST_REQUIRE(slow.status == 200u);
   BOOST_TEST(slow.json()["error_class"] == "timeout");
@@ -142,6 +159,12 @@ BOOST_AUTO_TEST_CASE(run_executes_a_command_the_pools_policy_allows) {
   auto r = c.post("/v1/run", {{"argv", {"/usr/bin/python3", "-c", "print(6*7)"}}});
   BOOST_REQUIRE_MESSAGE(r.status == 200u, r.body);
   BOOST_TEST(r.json()["stdout"] == "42\n");
+  auto piped = c.post("/v1/run", {{"argv", {"/usr/bin/python3", "-c",
+                                            "import os, sys; print(sys.stdin.read() + os.environ['V'])"}},
+                                  {"stdin", "in+"},
+                                  {"env", {{"V", "env"}}}});
+  BOOST_REQUIRE_MESSAGE(piped.status == 200u, piped.body);
+  BOOST_TEST(piped.json()["stdout"] == "in+env\n", piped.body);
   auto bad = c.post("/v1/run", {{"argv", json::array()}});
   BOOST_TEST(bad.status == 400u);
   BOOST_TEST(bad.json()["error"]["field"] == "/argv");
@@ -186,9 +209,10 @@ BOOST_AUTO_TEST_CASE(bad_requests_get_4xx_naming_the_problem_and_the_server_stay
   BOOST_TEST(timeout.status == 400u);
   BOOST_TEST(timeout.json()["error"]["field"] == "/timeout_ms");
 
-  auto stdin_field = c.post("/v1/exec", {{"code", "1"}, {"stdin", "x"}});
-  BOOST_TEST(stdin_field.status == 400u);
-  BOOST_TEST(stdin_field.error_message().find("not supported yet") != std::string::npos);
+  auto cwd = c.post("/v1/exec", {{"code", "1"}, {"cwd", "relative"}});
+  BOOST_TEST(cwd.status == 400u);
+  BOOST_TEST(cwd.json()["error"]["field"] == "/cwd");
+  BOOST_TEST(cwd.error_message() == "cwd: 'relative' is not an absolute path");
 
   auto pool = c.post("/v1/exec", {{"code", "1"}, {"pool", "nope"}});
   BOOST_TEST(pool.status == 404u);

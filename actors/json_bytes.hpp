@@ -1,0 +1,24 @@
+#pragma once
+
+/// @file json_bytes.hpp
+/// Arbitrary bytes in JSON text: UTF-8 as it is, anything else as base64
+/// (RFC 4648, standard alphabet, padded) beside a flag that says so. What an
+/// exec writes and reads is bytes; JSON strings are Unicode.
+
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace castellan {
+
+/// True when `bytes` is well-formed UTF-8 (no overlong forms, surrogates or
+/// code points above U+10FFFF).
+bool is_utf8(std::string_view bytes) noexcept;
+
+std::string base64_encode(std::string_view bytes);
+
+/// The bytes of `text`, or nothing when it is not canonical padded base64
+/// (whitespace, a foreign character, a wrong length or stray padding).
+std::optional<std::string> base64_decode(std::string_view text);
+
+} // namespace castellan

@@ -1,0 +1,102 @@
+"""castellan_setup: a request's environment, working directory and stdin
+(the SETUP frame, docs/wire.md), applied in the process that runs the
+request's code or program, right before it runs.
+
+stdin is a memfd on fd 0 rather than a pipe: it holds any
+amount without a writer waiting beside the code, it is charged to the
+worker's memory limit, and a program that seeks on its stdin can.
+"""
+
+import io
+import os
+import struct
+import sys
+
+#: cwd length, environment block length, stdin length (docs/wire.md).
+_HEADER = struct.Struct("<III")
+
+_MFD_CLOEXEC = 0x0001
+_MFD_NOEXEC_SEAL = 0x0008  # Linux 6.3+; the sandbox may refuse memfds without it
+
+#: The exit code of a request whose working directory cannot be entered:
+#: the one a shell gives a command it cannot execute.
+EXIT_NO_CWD = 126
+
+
+class SetupError(Exception):
+    """A SETUP payload that does not follow the format: a broken wire."""
+
+
+class Setup:
+    """One request's set-up, parsed: `cwd` (bytes or None), `env` (a list of
+    (name, value) bytes pairs), `stdin` (a bytes-like object or None)."""
+
+    __slots__ = ("cwd", "env", "stdin")
+
+    def __init__(self, cwd, env, stdin):
+        self.cwd = cwd
+        self.env = env
+        self.stdin = stdin
+
+
+def parse(payload):
+    """The Setup of a SETUP payload; SetupError if it is malformed."""
+    view = memoryview(payload)
+    if len(view) < _HEADER.size:
+        raise SetupError(f"SETUP payload of {len(view)} bytes is shorter than its header")
+    cwd_size, env_size, stdin_size = _HEADER.unpack_from(view)
+    if _HEADER.size + cwd_size + env_size + stdin_size != len(view):
+        raise SetupError("SETUP lengths do not add up to its payload")
+    start = _HEADER.size
+    cwd = bytes(view[start:start + cwd_size]) or None
+    start += cwd_size
+    block = bytes(view[start:start + env_size])
+    start += env_size
+    if cwd is not None and (not cwd.startswith(b"/") or b"\0" in cwd):
+        raise SetupError("SETUP cwd is not an absolute path")
+    env = []
+    if block:
+        if not block.endswith(b"\0"):
+            raise SetupError("SETUP environment block does not end with a NUL byte")
+        for entry in block[:-1].split(b"\0"):
+            name, eq, value = entry.partition(b"=")
+            if not name or not eq:
+                raise SetupError("SETUP environment entry is not NAME=VALUE")
+            env.append((name, value))
+    stdin = view[start:] if stdin_size else None
+    return Setup(cwd, env, stdin)
+
+
+def apply(setup):
+    """Applies `setup` to this process: the variables, the working
+    directory, stdin on fd 0 (and sys.stdin). Returns None, or the line
+    that explains why the request cannot run (its directory cannot be
+    entered), which the caller reports with EXIT_NO_CWD."""
+    for name, value in setup.env:
+        os.environb[name] = value
+    if setup.cwd is not None:
+        try:
+            os.chdir(setup.cwd)
+        except OSError as e:
+            where = setup.cwd.decode("utf-8", "backslashreplace")
+            return f"castellan: cannot enter the working directory '{where}': {e.strerror}\n"
+    if setup.stdin is not None:
+        _stdin_from(setup.stdin)
+    return None
+
+
+def _stdin_from(data):
+    try:
+        fd = os.memfd_create("stdin", _MFD_CLOEXEC | _MFD_NOEXEC_SEAL)
+    except OSError:
+        fd = os.memfd_create("stdin", _MFD_CLOEXEC)  # a kernel before 6.3
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view):]
+        os.lseek(fd, 0, os.SEEK_SET)
+        os.dup2(fd, 0)
+    finally:
+        os.close(fd)
+    sys.stdin = sys.__stdin__ = io.TextIOWrapper(io.FileIO(0, "r", closefd=False),
+                                                 encoding="utf-8")
