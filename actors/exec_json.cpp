@@ -1,5 +1,7 @@
 #include "actors/exec_json.hpp"
 
+#include <type_traits>
+
 #include "actors/json_bytes.hpp"
 
 namespace castellan {
@@ -57,6 +59,157 @@ nlohmann::json to_json(const exec_result& r) {
     {"detail", r.detail},
     {"enforcement", enforcement},
   };
+}
+
+namespace {
+
+/// Reads the members of one JSON object, remembering the first problem.
+class member_reader {
+public:
+  member_reader(const nlohmann::json& j, std::string where) : j_(j), where_(std::move(where)) {
+    if (!j.is_object())
+      fail("", "is not an object");
+  }
+
+  template <class T>
+  void number(const char* key, T& out) {
+    const auto* v = find(key);
+    if (v == nullptr)
+      return;
+    if (!v->is_number_integer() || (std::is_unsigned<T>::value && !v->is_number_unsigned()))
+      return fail(key, "is not an integer of its kind");
+    out = v->get<T>();
+  }
+
+  void boolean(const char* key, bool& out) {
+    const auto* v = find(key);
+    if (v == nullptr)
+      return;
+    if (!v->is_boolean())
+      return fail(key, "is not true or false");
+    out = v->get<bool>();
+  }
+
+  void text(const char* key, std::string& out) {
+    const auto* v = find(key);
+    if (v == nullptr)
+      return;
+    if (!v->is_string())
+      return fail(key, "is not a string");
+    out = v->get<std::string>();
+  }
+
+  /// Output: a string, base64 when `<key>_base64` says so.
+  void bytes(const char* key, std::string& out) {
+    bool base64 = false;
+    boolean((std::string(key) + "_base64").c_str(), base64);
+    text(key, out);
+    if (base64 && problem_.empty()) {
+      auto decoded = base64_decode(out);
+      if (!decoded)
+        return fail(key, "is flagged base64 and is not");
+      out = std::move(*decoded);
+    }
+  }
+
+  const nlohmann::json* find(const char* key) {
+    if (!problem_.empty())
+      return nullptr;
+    auto it = j_.find(key);
+    if (it == j_.end()) {
+      fail(key, "is missing");
+      return nullptr;
+    }
+    return &*it;
+  }
+
+  void fail(const std::string& key, const std::string& what) {
+    if (problem_.empty())
+      problem_ = where_ + (key.empty() ? "" : "." + key) + " " + what;
+  }
+
+  const std::string& problem() const { return problem_; }
+
+private:
+  const nlohmann::json& j_;
+  std::string where_;
+  std::string problem_;
+};
+
+} // namespace
+
+outcome<exec_result> result_from_json(const nlohmann::json& j) {
+  exec_result r;
+  member_reader m(j, "result");
+  m.number("exec_id", r.exec_id);
+  m.number("exit_code", r.exit_code);
+  std::string error;
+  m.text("error_class", error);
+  if (m.problem().empty() && !from_string(error, r.error))
+    m.fail("error_class", "'" + error + "' is not an error class");
+  m.bytes("stdout", r.stdout_data);
+  m.bytes("stderr", r.stderr_data);
+  m.boolean("stdout_truncated", r.stdout_truncated);
+  m.boolean("stderr_truncated", r.stderr_truncated);
+  if (const auto* ex = m.find("exception"); ex != nullptr && !ex->is_null()) {
+    member_reader e(*ex, "result.exception");
+    e.text("type", r.exception.type);
+    e.text("message", r.exception.message);
+    e.text("traceback", r.exception.traceback);
+    if (!e.problem().empty())
+      return logic_failure(e.problem());
+    r.has_exception = true;
+  }
+  if (const auto* events = m.find("events"); events != nullptr) {
+    if (!events->is_array())
+      m.fail("events", "is not an array");
+    else
+      for (std::size_t i = 0; i < events->size(); ++i) {
+        member_reader e((*events)[i], "result.events[" + std::to_string(i) + "]");
+        policy_event pe;
+        std::string kind, decision;
+        e.text("kind", kind);
+        e.text("syscall", pe.syscall);
+        e.text("target", pe.target);
+        e.text("decision", decision);
+        e.text("rule", pe.rule);
+        e.number("pid", pe.pid);
+        e.number("timestamp_ns", pe.timestamp_ns);
+        if (e.problem().empty() && !from_string(kind, pe.kind))
+          e.fail("kind", "'" + kind + "' is not an event kind");
+        if (e.problem().empty() && !from_string(decision, pe.decision))
+          e.fail("decision", "'" + decision + "' is not a decision");
+        if (!e.problem().empty())
+          return logic_failure(e.problem());
+        r.events.push_back(std::move(pe));
+      }
+  }
+  if (const auto* timing = m.find("timing"); timing != nullptr) {
+    member_reader t(*timing, "result.timing");
+    t.number("queue_us", r.timing.queue_us);
+    t.number("run_us", r.timing.run_us);
+    if (!t.problem().empty())
+      return logic_failure(t.problem());
+  }
+  if (const auto* usage = m.find("usage"); usage != nullptr) {
+    member_reader u(*usage, "result.usage");
+    u.number("cpu_us", r.usage.cpu_us);
+    u.number("peak_memory_bytes", r.usage.peak_memory_bytes);
+    if (!u.problem().empty())
+      return logic_failure(u.problem());
+  }
+  m.number("worker_id", r.worker_id);
+  m.text("detail", r.detail);
+  if (const auto* enforcement = m.find("enforcement"); enforcement != nullptr) {
+    // As to_json wrote it: the report's object, its text, or null.
+    if (enforcement->is_string())
+      r.enforcement = enforcement->get<std::string>();
+    else if (!enforcement->is_null())
+      r.enforcement = enforcement->dump();
+  }
+  if (!m.problem().empty())
+    return logic_failure(m.problem());
+  return r;
 }
 
 std::string dump_json(const nlohmann::json& j, int indent) {

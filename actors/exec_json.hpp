@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "actors/exec_messages.hpp"
+#include "ipc/outcome.hpp"
 
 namespace castellan {
 
@@ -19,6 +20,12 @@ namespace castellan {
 nlohmann::json to_json(const exec_result& r);
 
 nlohmann::json to_json(const policy_event& e);
+
+/// The exec_result a to_json object describes (what the daemon's API
+/// answers): the CLI as a client prints it as if it had run the exec
+/// itself. A member missing or of the wrong type is a failure naming it;
+/// members it does not know (`v`, `id`) are ignored.
+outcome<exec_result> result_from_json(const nlohmann::json& j);
 
 /// Serialises without throwing on output that is not valid UTF-8 (invalid
 /// bytes become U+FFFD): code output is arbitrary bytes.

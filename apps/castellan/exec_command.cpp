@@ -24,9 +24,12 @@
 #include "actors/pool/sandbox_profile.hpp"
 #include "platform/install_layout.hpp"
 #include "apps/castellan/cli_context.hpp"
+#include "apps/castellan/daemon_client.hpp"
 #include "apps/castellan/default_pool.hpp"
 #include "apps/castellan/duration.hpp"
 #include "apps/castellan/interrupt_canceller.hpp"
+#include "apps/castellan/remote_exec.hpp"
+#include "apps/castellan/result_output.hpp"
 
 namespace castellan::cli {
 
@@ -40,12 +43,74 @@ struct exec_options : pool_options {
   std::vector<std::string> env;     ///< -e NAME=VALUE
   std::string workdir;              ///< -w DIR
   bool forward_stdin = false;       ///< --stdin
+  std::string connect;              ///< --connect: a daemon to send the exec to
+  std::string pool;                 ///< --pool: the daemon's pool to run on
   // code mode
   std::string code;
   std::string file;
   // command mode
   std::vector<std::string> argv;
 };
+
+void add_connect_flags(CLI::App* cmd, exec_options& o) {
+  cmd->add_option("--connect", o.connect,
+                  "Send the request to a running `castellan serve` at unix:PATH, "
+                  "http://HOST:PORT or https://HOST:PORT (default: $CASTELLAN_CONNECT; "
+                  "$CASTELLAN_TOKEN is sent as the bearer token)");
+}
+
+/// --request-policy's policy (a file or a pre-built name, with its
+/// `extends`) as the merged policy's JSON, resolved here: the request carries
+/// everything, and the supervisor or daemon reads no file of the client's.
+/// False, having said why, when it does not load.
+bool load_request_policy(const std::string& arg, std::string& json_out) {
+  auto layout = platform::find_install_layout();
+  auto doc = policy::load_policy(layout ? platform::resolve_policy_argument(*layout, arg) : arg,
+                                 layout ? layout->policies_dir : std::string());
+  if (!doc) {
+    std::cerr << "castellan: invalid request policy: " << doc.to_failure().describe() << "\n";
+    return false;
+  }
+  json_out = policy::to_json(*doc).dump();
+  return true;
+}
+
+/// The flags that shape a supervisor started for the one call: a daemon's
+/// pools are its own. The first one given, or "".
+std::string embedded_only_flag(const CLI::App* cmd) {
+  for (const char* name : {"--pool-size", "--python", "--worker-stderr", "--policy",
+                           "--isolation", "--mode", "--warm-start", "--audit-log"}) {
+    const CLI::Option* opt = cmd->get_option_no_throw(name);
+    if (opt != nullptr && opt->count() > 0)
+      return name;
+  }
+  return {};
+}
+
+/// Runs `req` on the daemon --connect names: the process exit code.
+int run_connected(const exec_options& o, const CLI::App* cmd, const std::string& target,
+                  exec_request req, std::chrono::steady_clock::time_point started) {
+  if (auto flag = embedded_only_flag(cmd); !flag.empty()) {
+    std::cerr << "castellan: " << flag << " shapes a pool started for this call; the daemon at "
+              << target << " runs its own pools (choose one with --pool)\n";
+    return usage_exit_code;
+  }
+  remote_options ro;
+  ro.target = target;
+  ro.pool = o.pool;
+  ro.json = o.json;
+  if (!o.timeout.empty()) {
+    ro.timeout_ms = parse_duration_ms(o.timeout);
+    if (!ro.timeout_ms) {
+      std::cerr << "castellan: --timeout: '" << o.timeout
+                << "' is not a duration (e.g. 500ms, 2s, 1m)\n";
+      return usage_exit_code;
+    }
+  }
+  if (!o.request_policy.empty() && !load_request_policy(o.request_policy, ro.request_policy_json))
+    return usage_exit_code;
+  return run_remote(ro, req, started);
+}
 
 void add_common_flags(CLI::App* cmd, exec_options& o) {
   cmd->add_flag("--json", o.json, "Print the whole result as one JSON object");
@@ -62,46 +127,13 @@ void add_common_flags(CLI::App* cmd, exec_options& o) {
                   "The directory the code or program starts in (an absolute path in the "
                   "sandbox)");
   cmd->add_flag("--stdin", o.forward_stdin, "Pass this command's stdin to the exec's stdin");
+  add_connect_flags(cmd, o);
+  cmd->add_option("--pool", o.pool, "With --connect: the daemon's pool to run on (default: its "
+                                    "first)");
   cmd->add_option("--request-policy", o.request_policy,
                   "A policy for this request only, on top of the pool's (--policy): a stricter "
                   "one runs on the warm workers in isolated mode, narrowed in the exec's process; "
                   "any other in a pool of its own");
-}
-
-/// Writes all of `data` to `fd` (stdout/stderr carry arbitrary bytes).
-void write_all(int fd, const std::string& data) {
-  const char* p = data.data();
-  std::size_t left = data.size();
-  while (left > 0) {
-    ssize_t n = ::write(fd, p, left);
-    if (n < 0) {
-      if (errno == EINTR)
-        continue;
-      return;
-    }
-    p += n;
-    left -= static_cast<std::size_t>(n);
-  }
-}
-
-void print_result(const exec_result& r, bool json) {
-  if (json) {
-    write_all(STDOUT_FILENO, dump_json(to_json(r), 2) + "\n");
-    return;
-  }
-  write_all(STDOUT_FILENO, r.stdout_data);
-  write_all(STDERR_FILENO, r.stderr_data);
-  if (r.has_exception && r.stderr_data.find(r.exception.traceback) == std::string::npos)
-    write_all(STDERR_FILENO, r.exception.traceback);
-  if (r.stdout_truncated)
-    std::cerr << "castellan: stdout truncated\n";
-  if (r.stderr_truncated)
-    std::cerr << "castellan: stderr truncated\n";
-  if (r.error != error_class::ok && r.error != error_class::exception)
-    std::cerr << "castellan: " << to_string(r.error)
-              << (r.detail.empty() ? std::string() : ": " + r.detail) << "\n";
-  else if (!r.detail.empty()) // castellan's note on a result that ran
-    std::cerr << "castellan: " << r.detail << "\n";
 }
 
 /// Reads all of `in` into `out`; false (having said why) when it fails.
@@ -160,17 +192,8 @@ int run_request(const exec_options& o, exec_request req,
   auto layout = platform::find_install_layout();
   const std::string policies_dir = layout ? layout->policies_dir : std::string();
   if (!o.request_policy.empty()) {
-    // Resolved here, with its `extends` (names and paths) like --policy, and
-    // sent as the merged policy's JSON: the request carries everything and
-    // the supervisor reads no file of the client's.
-    auto doc = policy::load_policy(
-      layout ? platform::resolve_policy_argument(*layout, o.request_policy) : o.request_policy,
-      policies_dir);
-    if (!doc) {
-      std::cerr << "castellan: invalid request policy: " << doc.to_failure().describe() << "\n";
+    if (!load_request_policy(o.request_policy, req.policy))
       return usage_exit_code;
-    }
-    req.policy = policy::to_json(*doc).dump();
     // The user of the CLI is also its operator: the request policy may bind
     // what --policy could, and allow network.
     sc.policy_pools.policy_dir = policies_dir;
@@ -216,7 +239,20 @@ int run_request(const exec_options& o, exec_request req,
     auto pending = self->request(*sup, caf::infinite, exec_atom::value, std::move(req));
     {
       // Started after the request is queued: a cancel queues behind it.
-      interrupt_canceller canceller(sys, *sup, 1);
+      interrupt_canceller canceller([&sys, sup = *sup] {
+        std::cerr << "castellan: interrupted: cancelling exec 1\n";
+        caf::scoped_actor canceller_self{sys};
+        canceller_self->request(sup, std::chrono::seconds(10), cancel_atom::value, uint64_t{1})
+          .receive(
+            [&](cancel_reply& r) {
+              if (r.outcome != cancel_outcome::cancelled_running &&
+                  r.outcome != cancel_outcome::cancelled_queued)
+                std::cerr << "castellan: " << r.detail << "\n";
+            },
+            [&](caf::error& err) {
+              std::cerr << "castellan: cancel: " << describe(err, sys) << "\n";
+            });
+      });
       pending.receive(
         [&](exec_result& r) {
           print_result(r, o.json);
@@ -283,10 +319,7 @@ int run_status(const exec_options& o, bool metrics) {
     print(metrics_atom::value, "metrics");
   } else {
     for (const auto& p : pools)
-      std::cout << "pool " << p.name << ": " << p.size << " workers (" << p.idle << " idle, "
-                << p.busy << " busy, " << p.starting << " starting), " << p.queued
-                << " queued of " << p.queue_limit << ", " << p.spawned << " spawned, "
-                << p.completed << " execs, " << p.lost << " lost\n";
+      std::cout << pool_line(p) << "\n";
     print(summary_atom::value, "summary");
   }
   self->send(*sup, shutdown_atom::value);
@@ -331,7 +364,7 @@ void add_exec_commands(CLI::App& app, cli_context& ctx) {
   add_common_flags(exec, *opts);
   exec->add_option("code", opts->code, "Python source, or - to read it from stdin");
   exec->add_option("-f,--file", opts->file, "Read the Python source from FILE");
-  exec->callback([opts, &ctx] {
+  exec->callback([opts, exec, &ctx] {
     if (!load_code(*opts)) {
       ctx.exit_code = usage_exit_code;
       return;
@@ -339,6 +372,15 @@ void add_exec_commands(CLI::App& app, cli_context& ctx) {
     exec_request req;
     req.code = std::move(opts->code);
     if (!add_setup(*opts, req)) {
+      ctx.exit_code = usage_exit_code;
+      return;
+    }
+    if (auto target = connect_target(opts->connect); !target.empty()) {
+      ctx.exit_code = run_connected(*opts, exec, target, std::move(req), ctx.started);
+      return;
+    }
+    if (!opts->pool.empty()) {
+      std::cerr << "castellan: --pool names a daemon's pool: give --connect too\n";
       ctx.exit_code = usage_exit_code;
       return;
     }
@@ -351,15 +393,37 @@ void add_exec_commands(CLI::App& app, cli_context& ctx) {
   status->add_option("--pool-size", opts->pool_size, "Warm workers to start")
     ->check(CLI::Range(1u, 256u));
   status->add_option("--python", opts->python, "The interpreter the workers run");
-  status->callback([opts, metrics, &ctx] { ctx.exit_code = run_status(*opts, *metrics); });
+  add_connect_flags(status, *opts);
+  status->callback([opts, metrics, status, &ctx] {
+    if (auto target = connect_target(opts->connect); !target.empty()) {
+      if (auto flag = embedded_only_flag(status); !flag.empty()) {
+        std::cerr << "castellan: " << flag << " shapes a pool started for this call; the daemon "
+                  << "at " << target << " runs its own pools\n";
+        ctx.exit_code = usage_exit_code;
+        return;
+      }
+      ctx.exit_code = remote_status(target, *metrics);
+      return;
+    }
+    ctx.exit_code = run_status(*opts, *metrics);
+  });
 
   auto* run = app.add_subcommand("run", "Run a command in a worker: castellan run -- CMD ARGS...");
   add_common_flags(run, *opts);
   run->add_option("command", opts->argv, "The program and its arguments")->required();
-  run->callback([opts, &ctx] {
+  run->callback([opts, run, &ctx] {
     exec_request req;
     req.argv = opts->argv;
     if (!add_setup(*opts, req)) {
+      ctx.exit_code = usage_exit_code;
+      return;
+    }
+    if (auto target = connect_target(opts->connect); !target.empty()) {
+      ctx.exit_code = run_connected(*opts, run, target, std::move(req), ctx.started);
+      return;
+    }
+    if (!opts->pool.empty()) {
+      std::cerr << "castellan: --pool names a daemon's pool: give --connect too\n";
       ctx.exit_code = usage_exit_code;
       return;
     }

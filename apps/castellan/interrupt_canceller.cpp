@@ -7,8 +7,6 @@
 
 #include <iostream>
 
-#include <caf/all.hpp>
-
 namespace castellan::cli {
 
 sigint_block::sigint_block() {
@@ -35,8 +33,8 @@ sigint_block::~sigint_block() {
   ::pthread_sigmask(SIG_SETMASK, &saved_, nullptr);
 }
 
-interrupt_canceller::interrupt_canceller(caf::actor_system& sys, supervisor_actor sup,
-                                         uint64_t exec_id) {
+interrupt_canceller::interrupt_canceller(std::function<void()> cancel)
+  : cancel_(std::move(cancel)) {
   sigset_t set;
   sigemptyset(&set);
   sigaddset(&set, SIGINT);
@@ -47,7 +45,7 @@ interrupt_canceller::interrupt_canceller(caf::actor_system& sys, supervisor_acto
     return;
   }
   stop_.emplace(std::move(*stop));
-  thread_ = std::thread([this, &sys, sup = std::move(sup), exec_id] { run(sys, sup, exec_id); });
+  thread_ = std::thread([this] { run(); });
 }
 
 interrupt_canceller::~interrupt_canceller() {
@@ -57,8 +55,7 @@ interrupt_canceller::~interrupt_canceller() {
   thread_.join();
 }
 
-void interrupt_canceller::run(caf::actor_system& sys, supervisor_actor sup, uint64_t exec_id) {
-  caf::scoped_actor self{sys};
+void interrupt_canceller::run() {
   for (;;) {
     pollfd fds[2] = {{signals_.get(), POLLIN, 0}, {stop_->fd(), POLLIN, 0}};
     if (::poll(fds, 2, -1) < 0) {
@@ -71,15 +68,7 @@ void interrupt_canceller::run(caf::actor_system& sys, supervisor_actor sup, uint
     signalfd_siginfo info;
     while (::read(signals_.get(), &info, sizeof info) == static_cast<ssize_t>(sizeof info)) {
     }
-    std::cerr << "castellan: interrupted: cancelling exec " << exec_id << "\n";
-    self->request(sup, std::chrono::seconds(10), cancel_atom::value, exec_id)
-      .receive(
-        [&](cancel_reply& r) {
-          if (r.outcome != cancel_outcome::cancelled_running &&
-              r.outcome != cancel_outcome::cancelled_queued)
-            std::cerr << "castellan: " << r.detail << "\n";
-        },
-        [&](caf::error& err) { std::cerr << "castellan: cancel: " << describe(err, sys) << "\n"; });
+    cancel_();
   }
 }
 

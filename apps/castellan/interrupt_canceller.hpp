@@ -4,17 +4,16 @@
 /// `castellan exec` / `run` on Ctrl-C: SIGINT becomes a cancel of the
 /// running exec (the supervisor kills its worker and answers `cancelled`,
 /// exit 125), so the user still gets the output produced so far and nothing
-/// of the exec outlives the CLI.
+/// of the exec outlives the CLI. Embedded, the cancel goes to the
+/// supervisor; as a client, to the daemon (DELETE /v1/execs/{id}).
 
 #include <signal.h>
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <thread>
 
-#include <caf/actor_system.hpp>
-
-#include "actors/supervisor/supervisor_actor.hpp"
 #include "ipc/doorbell.hpp"
 #include "ipc/unique_fd.hpp"
 
@@ -33,19 +32,20 @@ private:
   sigset_t saved_;
 };
 
-/// While alive, a thread turns every SIGINT (pending ones included) into
-/// `cancel_atom, exec_id` to the supervisor. SIGINT must be blocked in every
-/// thread (sigint_block); start it after the exec request was sent, so that
-/// the cancel is queued behind it.
+/// While alive, a thread calls `cancel` for every SIGINT (pending ones
+/// included). SIGINT must be blocked in every thread (sigint_block); start
+/// it after the exec request was sent, so that the cancel comes behind it.
 class interrupt_canceller {
 public:
-  interrupt_canceller(caf::actor_system& sys, supervisor_actor sup, uint64_t exec_id);
+  explicit interrupt_canceller(std::function<void()> cancel);
   interrupt_canceller(const interrupt_canceller&) = delete;
   interrupt_canceller& operator=(const interrupt_canceller&) = delete;
   ~interrupt_canceller();
 
 private:
-  void run(caf::actor_system& sys, supervisor_actor sup, uint64_t exec_id);
+  void run();
+
+  std::function<void()> cancel_;
 
   unique_fd signals_;
   std::optional<ipc::doorbell> stop_;

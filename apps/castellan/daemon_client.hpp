@@ -1,0 +1,68 @@
+#pragma once
+
+/// @file daemon_client.hpp
+/// The CLI's side of a running `castellan serve`: one blocking HTTP/1.1
+/// connection (Boost.Beast) to `unix:PATH`, `http://HOST:PORT` or
+/// `https://HOST:PORT` (TLS with the system's CAs, or the one in
+/// CASTELLAN_CA_FILE, and the host name checked), with the bearer token of
+/// CASTELLAN_TOKEN when set.
+
+#include <memory>
+#include <string>
+
+#include "ipc/outcome.hpp"
+
+namespace castellan::cli {
+
+/// Where `--connect` (or CASTELLAN_CONNECT) points.
+struct daemon_address {
+  enum class kind { unix_socket, http, https } scheme = kind::unix_socket;
+  std::string path; ///< unix_socket
+  std::string host; ///< http, https
+  std::string port; ///< http, https
+
+  /// "unix:/run/castellan/castellan.sock", "https://sandbox.example:8443".
+  static outcome<daemon_address> parse(const std::string& text);
+  std::string describe() const;
+};
+
+struct daemon_reply {
+  unsigned status = 0;
+  std::string content_type;
+  std::string body;
+
+  /// The API's error `{"error": {"code", "message"}}`: its code ("" if the
+  /// body is not one).
+  std::string error_code() const;
+  /// Its message, or the status and body when the body is not an API error.
+  std::string error_message() const;
+};
+
+class daemon_client {
+public:
+  /// Connects; the failure names the address.
+  static outcome<std::unique_ptr<daemon_client>> connect(const daemon_address& where,
+                                                         std::string token);
+  ~daemon_client();
+  daemon_client(const daemon_client&) = delete;
+  daemon_client& operator=(const daemon_client&) = delete;
+
+  /// One request and its whole response (keep-alive between them).
+  outcome<daemon_reply> request(const std::string& method, const std::string& target,
+                                const std::string& body = {});
+
+  /// Ends the connection from another thread: a request blocked in it
+  /// returns a failure. The daemon cancels an exec whose client went away.
+  void shut_down();
+
+  struct impl;
+
+private:
+  explicit daemon_client(std::unique_ptr<impl> p);
+  std::unique_ptr<impl> impl_;
+};
+
+/// The address to use: `flag` when given, else CASTELLAN_CONNECT, else "".
+std::string connect_target(const std::string& flag);
+
+} // namespace castellan::cli

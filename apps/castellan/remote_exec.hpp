@@ -1,0 +1,33 @@
+#pragma once
+
+/// @file remote_exec.hpp
+/// `castellan exec|run|status --connect …`: the same commands, sent to a
+/// running daemon's API instead of a supervisor started for the one call,
+/// with the same output and exit codes.
+
+#include <chrono>
+#include <optional>
+#include <string>
+
+#include "actors/exec_messages.hpp"
+
+namespace castellan::cli {
+
+struct remote_options {
+  std::string target;                 ///< --connect / CASTELLAN_CONNECT
+  std::string pool;                   ///< --pool; empty: the daemon's default
+  std::string request_policy_json;    ///< a request policy, resolved locally
+  std::optional<uint64_t> timeout_ms; ///< --timeout, counted from `started`
+  bool json = false;
+};
+
+/// Runs `req` on the daemon; the process exit code. Ctrl-C cancels the exec
+/// there (DELETE /v1/execs/{id}) and its `cancelled` result is printed.
+int run_remote(const remote_options& o, const exec_request& req,
+               std::chrono::steady_clock::time_point started);
+
+/// The daemon's pools, as `castellan status` prints a supervisor's, or
+/// (metrics) its Prometheus exposition.
+int remote_status(const std::string& target, bool metrics);
+
+} // namespace castellan::cli

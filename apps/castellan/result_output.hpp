@@ -1,0 +1,21 @@
+#pragma once
+
+/// @file result_output.hpp
+/// How the CLI shows what an exec did and how the pools are, the same
+/// whether it ran the exec itself or a daemon did.
+
+#include <string>
+
+#include "actors/exec_messages.hpp"
+
+namespace castellan::cli {
+
+/// The code's stdout on stdout and stderr on stderr, byte for byte, then
+/// castellan's own notes (truncation, why it did not run) on stderr; or
+/// (json) the whole result as one JSON object.
+void print_result(const exec_result& r, bool json);
+
+/// "pool default: 2 workers (2 idle, 0 busy, 0 starting), 0 queued of 64, …"
+std::string pool_line(const pool_status& p);
+
+} // namespace castellan::cli
