@@ -14,10 +14,15 @@ nlohmann::json to_json(const policy_event& e) {
 
 namespace {
 
-/// Output as a JSON string: as it is when it is UTF-8, else base64.
-nlohmann::json output(const std::string& bytes, bool& base64) {
-  base64 = !is_utf8(bytes);
-  return base64 ? base64_encode(bytes) : bytes;
+/// Output as a JSON string: as it is when it is UTF-8, else base64. Output
+/// cut by its limit in the middle of a character is still text: the
+/// character's first bytes are left out.
+nlohmann::json output(const std::string& bytes, bool truncated, bool& base64) {
+  std::string_view text = bytes;
+  if (truncated)
+    text.remove_suffix(incomplete_utf8_tail(text));
+  base64 = !is_utf8(text);
+  return base64 ? base64_encode(bytes) : std::string(text);
 }
 
 } // namespace
@@ -25,8 +30,8 @@ nlohmann::json output(const std::string& bytes, bool& base64) {
 nlohmann::json to_json(const exec_result& r) {
   bool stdout_base64 = false;
   bool stderr_base64 = false;
-  nlohmann::json out = output(r.stdout_data, stdout_base64);
-  nlohmann::json err = output(r.stderr_data, stderr_base64);
+  nlohmann::json out = output(r.stdout_data, r.stdout_truncated, stdout_base64);
+  nlohmann::json err = output(r.stderr_data, r.stderr_truncated, stderr_base64);
   nlohmann::json events = nlohmann::json::array();
   for (const auto& e : r.events)
     events.push_back(to_json(e));

@@ -44,6 +44,20 @@ bool is_utf8(std::string_view bytes) noexcept {
   return true;
 }
 
+std::size_t incomplete_utf8_tail(std::string_view bytes) noexcept {
+  // The last lead byte among the final three, and whether its sequence is
+  // longer than what follows it.
+  const std::size_t n = bytes.size();
+  for (std::size_t back = 1; back <= 3 && back <= n; ++back) {
+    const auto c = static_cast<unsigned char>(bytes[n - back]);
+    if ((c & 0xC0) == 0x80)
+      continue; // a continuation byte: look further back
+    std::size_t len = c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : c >= 0xC0 ? 2 : 1;
+    return len > back ? back : 0;
+  }
+  return 0;
+}
+
 std::string base64_encode(std::string_view bytes) {
   std::string out(4 * ((bytes.size() + 2) / 3) + 1, '\0');
   const int n = EVP_EncodeBlock(reinterpret_cast<unsigned char*>(out.data()),

@@ -15,6 +15,11 @@ namespace castellan {
 /// code points above U+10FFFF).
 bool is_utf8(std::string_view bytes) noexcept;
 
+/// How many bytes at the end of `bytes` (0 to 3) are the start of a UTF-8
+/// sequence that is cut short: what truncating output in the middle of a
+/// character leaves.
+std::size_t incomplete_utf8_tail(std::string_view bytes) noexcept;
+
 std::string base64_encode(std::string_view bytes);
 
 /// The bytes of `text`, or nothing when it is not canonical padded base64

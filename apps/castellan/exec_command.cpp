@@ -17,6 +17,7 @@
 #include <caf/all.hpp>
 
 #include "actors/exec_json.hpp"
+#include "actors/json_bytes.hpp"
 #include "actors/interfaces.hpp"
 #include "actors/policy/engine/policy_loader.hpp"
 #include "actors/pool/exec_setup.hpp"
@@ -202,8 +203,14 @@ int run_request(const exec_options& o, exec_request req,
     sc.policy_pools.max_pools = 1;
   }
   // `run`: the program asked for may be executed, whatever else is denied.
-  if (!req.argv.empty())
+  if (!req.argv.empty()) {
+    if (!is_utf8(req.argv.front())) {
+      // The pool's policy would have to name it, and policies are JSON.
+      std::cerr << "castellan run: the program's path is not UTF-8, so no policy can allow it\n";
+      return usage_exit_code;
+    }
     allow_program_to_run(pc, req.argv.front());
+  }
   sc.pools.push_back(pc);
   if (!o.audit_log.empty()) {
     // The log of this run records everything it did, not only what the

@@ -52,7 +52,12 @@ outcome<std::string> encode_launch_request(const worker_spec& spec) {
           {{"directories", spec.cgroup.directories}, {"clone_into", spec.cgroup.clone_into}}},
          {"setup_capabilities", spec.setup_capabilities},
          {"memfd_noexec", spec.memfd_noexec}};
-  std::string text = j.dump();
+  std::string text;
+  try {
+    text = j.dump();
+  } catch (const json::type_error& e) {
+    return logic_failure(std::string("launch request: a path or name is not UTF-8: ") + e.what());
+  }
   if (text.size() > max_launch_message)
     return logic_failure("launch request: " + std::to_string(text.size()) +
                          " bytes, more than the limit of " + std::to_string(max_launch_message));

@@ -363,7 +363,14 @@ outcome<sandbox_spec> parse_sandbox_spec(std::string_view text) {
 }
 
 outcome<unique_fd> seal_sandbox_spec(const sandbox_spec& spec) {
-  const std::string text = to_json(spec);
+  std::string text;
+  try {
+    text = to_json(spec);
+  } catch (const json::type_error& e) {
+    // A path of an embedding program's config that is not UTF-8: JSON
+    // cannot carry it, and a mangled path could drop a mask.
+    return logic_failure(std::string("sandbox spec: a path or name is not UTF-8: ") + e.what());
+  }
   if (text.size() > max_spec_bytes)
     return logic_failure("sandbox spec: " + std::to_string(text.size()) +
                          " bytes, more than the limit of " + std::to_string(max_spec_bytes));

@@ -14,7 +14,7 @@
 namespace castellan::test {
 
 process_result run_process(const std::vector<std::string>& argv, const std::string& input,
-                           int timeout_s) {
+                           int timeout_s, const std::function<void(pid_t)>& while_running) {
   int in[2], out[2], err[2];
   BOOST_REQUIRE(::pipe2(in, O_CLOEXEC) == 0 && ::pipe2(out, O_CLOEXEC) == 0 &&
                 ::pipe2(err, O_CLOEXEC) == 0);
@@ -41,6 +41,8 @@ process_result run_process(const std::vector<std::string>& argv, const std::stri
     (void)n;
   }
   ::close(in[1]);
+  if (while_running)
+    while_running(pid);
   process_result r;
   pollfd fds[2] = {{out[0], POLLIN, 0}, {err[0], POLLIN, 0}};
   int open_fds = 2;

@@ -176,8 +176,13 @@ class HarnessCore:
         # (request id, payload) of a SETUP frame, until the CODE or COMMAND
         # frame it announces arrives.
         self.pending_setup = None
-        # fd 0 is a request's stdin (castellan_setup), not /dev/null.
-        self.stdin_replaced = False
+        # /dev/null, kept open above the low fds: what _prepare puts back
+        # on fd 0 before every request.
+        self.devnull_fd = os.open(os.devnull, os.O_RDONLY | os.O_CLOEXEC)
+        moved = os.dup(self.devnull_fd) if self.devnull_fd < 3 else None
+        if moved is not None:
+            os.close(self.devnull_fd)
+            self.devnull_fd = moved
         self.wire = wire.Wire(segment_fd, to_worker_fd, to_supervisor_fd,
                               on_broken=self._broken)
         for fd in (segment_fd, to_worker_fd, to_supervisor_fd):
@@ -216,6 +221,7 @@ class HarnessCore:
         # os.environ) before every request: comparing the mapping itself
         # decodes every key and value, tens of microseconds per request.
         self.environ_obj = os.environ
+        self.environb_obj = os.environb
         self.saved_environ_data = dict(os.environ._data)
         self.saved_recursion_limit = sys.getrecursionlimit()
         self.saved_warning_filters = list(warnings.filters)
@@ -381,9 +387,12 @@ class HarnessCore:
             except OSError as e:
                 self.diag(f"cannot restore fd {pump.target_fd}: {e.strerror}")
         self._install_exec_stdio()
-        if self.stdin_replaced:
-            self._stdin_to_devnull()
-            self.stdin_replaced = False
+        # fd 0 back on /dev/null whatever the last request left there: its
+        # stdin, or what its code put on fd 0 (one dup2, no open).
+        try:
+            os.dup2(self.devnull_fd, 0)
+        except OSError as e:
+            self.diag(f"cannot put /dev/null back on fd 0: {e.strerror}")
         sys.path[:] = self.saved_path
         sys.settrace(None)
         sys.setprofile(None)
@@ -393,8 +402,10 @@ class HarnessCore:
             warnings._filters_mutated()  # drops the caches of the old filters
         warnings.showwarning = _original_showwarning
         self._pending_interrupt = False
-        if os.environ is not self.environ_obj or self.environ_obj._data != self.saved_environ_data:
+        if (os.environ is not self.environ_obj or os.environb is not self.environb_obj
+                or self.environ_obj._data != self.saved_environ_data):
             os.environ = self.environ_obj
+            os.environb = self.environb_obj
             os.environ.clear()
             os.environ.update(self.saved_environ)
         if self.saved_cwd is not None:
@@ -519,9 +530,7 @@ class HarnessCore:
         with the request answered, when it cannot run."""
         if setup is None:
             return True
-        if setup.stdin is not None:
-            self.stdin_replaced = True
-        failed = _import_own("castellan_setup").apply(setup)
+        failed = _import_own("castellan_setup").apply(setup, self.environ_obj)
         if failed is None:
             return True
         self._send_stderr(failed)

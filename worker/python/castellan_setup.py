@@ -12,14 +12,23 @@ import os
 import struct
 import sys
 
+# Bound once, at import: in shared mode user code shares this interpreter
+# and may replace os.* between requests; the set-up must not go through
+# what it replaced (a recording os.write would see the next request's stdin).
+from posix import chdir as _chdir, close as _close, dup2 as _dup2, lseek as _lseek, \
+    memfd_create as _memfd_create, write as _write, strerror as _strerror
+_FileIO = io.FileIO
+_TextIOWrapper = io.TextIOWrapper
+
 #: cwd length, environment block length, stdin length (docs/wire.md).
 _HEADER = struct.Struct("<III")
 
 _MFD_CLOEXEC = 0x0001
 _MFD_NOEXEC_SEAL = 0x0008  # Linux 6.3+; the sandbox may refuse memfds without it
 
-#: The exit code of a request whose working directory cannot be entered:
-#: the one a shell gives a command it cannot execute.
+#: The exit code of a request whose working directory cannot be entered
+#: (or whose stdin cannot be made): the one a shell gives a command it
+#: cannot execute.
 EXIT_NO_CWD = 126
 
 
@@ -67,36 +76,42 @@ def parse(payload):
     return Setup(cwd, env, stdin)
 
 
-def apply(setup):
-    """Applies `setup` to this process: the variables, the working
-    directory, stdin on fd 0 (and sys.stdin). Returns None, or the line
-    that explains why the request cannot run (its directory cannot be
-    entered), which the caller reports with EXIT_NO_CWD."""
+def apply(setup, environ):
+    """Applies `setup` to this process: the variables (into `environ`, the
+    process's os.environ as the caller knows it), the working directory,
+    stdin on fd 0 (and sys.stdin). Returns None, or the line that explains
+    why the request cannot run (its directory cannot be entered, its stdin
+    cannot be made), which the caller reports with EXIT_NO_CWD."""
     for name, value in setup.env:
-        os.environb[name] = value
+        # os.environ's own encoding (surrogateescape) keeps any bytes.
+        environ[os.fsdecode(name)] = os.fsdecode(value)
     if setup.cwd is not None:
         try:
-            os.chdir(setup.cwd)
+            _chdir(setup.cwd)
         except OSError as e:
             where = setup.cwd.decode("utf-8", "backslashreplace")
             return f"castellan: cannot enter the working directory '{where}': {e.strerror}\n"
     if setup.stdin is not None:
-        _stdin_from(setup.stdin)
+        try:
+            _stdin_from(setup.stdin)
+        except OSError as e:
+            return f"castellan: cannot give the exec its stdin: {_strerror(e.errno)}\n"
     return None
 
 
 def _stdin_from(data):
     try:
-        fd = os.memfd_create("stdin", _MFD_CLOEXEC | _MFD_NOEXEC_SEAL)
+        fd = _memfd_create("stdin", _MFD_CLOEXEC | _MFD_NOEXEC_SEAL)
     except OSError:
-        fd = os.memfd_create("stdin", _MFD_CLOEXEC)  # a kernel before 6.3
+        fd = _memfd_create("stdin", _MFD_CLOEXEC)  # a kernel before 6.3
     try:
         view = memoryview(data)
         while view:
-            view = view[os.write(fd, view):]
-        os.lseek(fd, 0, os.SEEK_SET)
-        os.dup2(fd, 0)
+            view = view[_write(fd, view):]
+        _lseek(fd, 0, 0)
+        if fd != 0:  # fd 0 was closed: the memfd is fd 0 already
+            _dup2(fd, 0)
     finally:
-        os.close(fd)
-    sys.stdin = sys.__stdin__ = io.TextIOWrapper(io.FileIO(0, "r", closefd=False),
-                                                 encoding="utf-8")
+        if fd != 0:
+            _close(fd)
+    sys.stdin = sys.__stdin__ = _TextIOWrapper(_FileIO(0, "r", closefd=False), encoding="utf-8")

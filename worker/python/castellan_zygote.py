@@ -412,7 +412,7 @@ class Zygote:
         """The exec's process: its environment, working directory and stdin
         (the harness checked the payload); exits with EXIT_NO_CWD, having
         said why on fd 2, when the directory cannot be entered."""
-        failed = setup_module.apply(setup_module.parse(payload))
+        failed = setup_module.apply(setup_module.parse(payload), os.environ)
         if failed is not None:
             os.write(2, failed.encode("utf-8", "backslashreplace"))
             os._exit(setup_module.EXIT_NO_CWD)

@@ -3,6 +3,7 @@
 #include <caf/all.hpp>
 
 #include "actors/exec_json.hpp"
+#include "actors/json_bytes.hpp"
 #include "support/actor_system_fixture.hpp"
 
 using namespace castellan;
@@ -57,13 +58,15 @@ BOOST_AUTO_TEST_CASE(json_has_every_documented_field) {
   exec_result r;
   r.stdout_data = "\xff\xfe not utf-8";
   auto j = to_json(r);
-  for (const char* key : {"exit_code", "error_class", "stdout", "stderr", "stdout_truncated",
-                          "stderr_truncated", "exception", "events", "timing", "usage"})
+  for (const char* key : {"exit_code", "error_class", "stdout", "stderr", "stdout_base64",
+                          "stderr_base64", "stdout_truncated", "stderr_truncated", "exception",
+                          "events", "timing", "usage"})
     BOOST_TEST(j.contains(key), key);
   BOOST_TEST(j["exception"].is_null());
   BOOST_TEST(j["timing"].contains("queue_us"));
-  // Arbitrary bytes never make serialisation throw.
-  BOOST_TEST(dump_json(j).find("not utf-8") != std::string::npos);
+  // Arbitrary bytes never make serialisation throw: they come as base64.
+  BOOST_TEST(j["stdout_base64"] == true);
+  BOOST_TEST(dump_json(j).find(base64_encode(r.stdout_data)) != std::string::npos);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

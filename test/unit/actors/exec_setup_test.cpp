@@ -167,6 +167,39 @@ BOOST_AUTO_TEST_CASE(the_next_request_on_the_worker_finds_none_of_it) {
   }
 }
 
+BOOST_AUTO_TEST_CASE(what_shared_code_did_to_its_process_does_not_reach_the_next_setup) {
+  // Shared mode: one interpreter for every request. Code that closes fd 0,
+  // puts a pipe of its own there, or replaces os.write and os.environb must
+  // not break the next request's stdin and environment, nor read them.
+  auto pool = one_worker(exec_mode::shared);
+  auto closer = exec_code(pool, "import os\nos.close(0)\n");
+  exec_request after_close;
+  after_close.code = "import sys\nprint(sys.stdin.read())\n";
+  after_close.stdin_data = "after close";
+  auto r1 = exec(pool, after_close);
+  BOOST_TEST(r1.worker_id == closer.worker_id);
+  BOOST_TEST(r1.stdout_data == "after close\n", r1.stdout_data << r1.stderr_data << r1.detail);
+
+  exec_code(pool, "import os\nr, w = os.pipe()\nos.write(w, b'planted')\nos.dup2(r, 0)\n");
+  auto r2 = exec_code(pool, "import os, stat\n"
+                            "print(os.read(0, 100), stat.S_ISCHR(os.fstat(0).st_mode))\n");
+  BOOST_TEST(r2.stdout_data == "b'' True\n", r2.stdout_data << r2.stderr_data);
+
+  exec_code(pool, "import os, builtins\n"
+                  "builtins.seen = []\n"
+                  "real_write = os.write\n"
+                  "os.write = lambda fd, b: (builtins.seen.append(bytes(b)), real_write(fd, b))[1]\n"
+                  "os.environb = {}\n");
+  exec_request victim;
+  victim.code = "import os, sys\nprint(os.environ.get('TOKEN'), sys.stdin.read())\n";
+  victim.env = {"TOKEN=victim-token"};
+  victim.stdin_data = "victim-stdin";
+  auto r3 = exec(pool, victim);
+  BOOST_TEST(r3.stdout_data == "victim-token victim-stdin\n", r3.stdout_data << r3.stderr_data);
+  auto spy = exec_code(pool, "import builtins\nprint(getattr(builtins, 'seen', None))\n");
+  BOOST_TEST(spy.stdout_data.find("victim") == std::string::npos, spy.stdout_data);
+}
+
 BOOST_AUTO_TEST_CASE(a_directory_that_cannot_be_entered_runs_nothing) {
   for (const auto mode : both_modes) {
     BOOST_TEST_CONTEXT(name_of(mode)) {

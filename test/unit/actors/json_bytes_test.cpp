@@ -64,4 +64,23 @@ BOOST_AUTO_TEST_CASE(output_that_is_not_utf8_comes_as_base64_with_its_flag) {
   BOOST_TEST(*base64_decode(j["stderr"].get<std::string>()) == r.stderr_data);
 }
 
+BOOST_AUTO_TEST_CASE(output_cut_inside_a_character_stays_text) {
+  BOOST_TEST(incomplete_utf8_tail("abc") == 0u);
+  BOOST_TEST(incomplete_utf8_tail("a\xc3") == 1u);
+  BOOST_TEST(incomplete_utf8_tail("a\xc3\xa9") == 0u);
+  BOOST_TEST(incomplete_utf8_tail("a\xe2\x82") == 2u);
+  BOOST_TEST(incomplete_utf8_tail("a\xf0\x9f\x98") == 3u);
+  BOOST_TEST(incomplete_utf8_tail("\xf0\x9f\x98\x80") == 0u);
+  BOOST_TEST(incomplete_utf8_tail("") == 0u);
+  exec_result r;
+  r.stdout_data = "caf\xc3\xa9 caf\xc3";
+  r.stdout_truncated = true;
+  auto j = to_json(r);
+  BOOST_TEST(j["stdout_base64"] == false);
+  BOOST_TEST(j["stdout"] == "caf\xc3\xa9 caf");
+  // Not truncated: the same bytes are not text.
+  r.stdout_truncated = false;
+  BOOST_TEST(to_json(r)["stdout_base64"] == true);
+}
+
 BOOST_AUTO_TEST_SUITE_END()

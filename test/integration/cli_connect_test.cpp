@@ -1,0 +1,166 @@
+// The CLI as a client of a running `castellan serve` (--connect,
+// CASTELLAN_CONNECT): the same output and exit codes as when it runs the
+// exec itself, the request's stdin, environment and directory, the daemon's
+// errors named, Ctrl-C cancelling the exec on the daemon.
+
+#include <boost/test/unit_test.hpp>
+
+#include <signal.h>
+#include <sys/syscall.h>
+
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "support/build_paths.hpp"
+#include "support/process_scan.hpp"
+#include "support/run_process.hpp"
+#include "support/serve_process.hpp"
+
+using castellan::test::castellan_cli;
+using castellan::test::process_result;
+using castellan::test::run_process;
+using castellan::test::serve_process;
+
+namespace {
+
+/// A daemon for each case (its default pool: two workers in isolated
+/// mode), and the CLI pointed at it.
+struct daemon_fixture {
+  serve_process serve;
+  std::string target = "unix:" + serve.socket_path;
+
+  daemon_fixture() {
+    BOOST_REQUIRE(serve.first_line() == "castellan: listening on " + target + "\n");
+  }
+
+  process_result cli(std::vector<std::string> args, const std::string& input = {},
+                     const std::function<void(pid_t)>& while_running = {}) {
+    args.insert(args.begin(), castellan_cli());
+    args.insert(args.begin() + 2, {"--connect", target});
+    return run_process(args, input, 60, while_running);
+  }
+
+  /// The same command run by the CLI itself, without a daemon.
+  static process_result embedded(std::vector<std::string> args, const std::string& input = {}) {
+    args.insert(args.begin(), castellan_cli());
+    return run_process(args, input);
+  }
+};
+
+bool contains(const std::string& s, const std::string& part) {
+  return s.find(part) != std::string::npos;
+}
+
+} // namespace
+
+BOOST_FIXTURE_TEST_SUITE(cli_connect, daemon_fixture)
+
+BOOST_AUTO_TEST_CASE(output_and_exit_codes_are_those_of_the_embedded_cli) {
+  const std::vector<std::vector<std::string>> cases = {
+    {"exec", "print('hello')"},
+    {"exec", "import sys; sys.stdout.buffer.write(b'\\xff\\xfe raw'); sys.exit(3)"},
+    {"exec", "raise ValueError('nope')"},
+    {"exec", "import sys; print('to stderr', file=sys.stderr); sys.exit(7)"},
+    {"exec", "--timeout", "1s", "while True: pass"},
+    {"run", "--", "/usr/bin/python3", "-c",
+     "import sys; print('out'); print('err', file=sys.stderr); sys.exit(4)"},
+    {"run", "--", "/no/such/program"},
+  };
+  for (const auto& args : cases) {
+    BOOST_TEST_CONTEXT(args[1] + " … " + args.back()) {
+      auto remote = cli(args);
+      auto local = embedded(args);
+      BOOST_TEST(remote.exit_code == local.exit_code, remote.err);
+      BOOST_TEST(remote.out == local.out);
+      if (args[1] != "--timeout") // the timeout's line names the time left
+        BOOST_TEST(remote.err == local.err);
+      else
+        BOOST_TEST(contains(remote.err, "castellan: timeout"), remote.err);
+    }
+  }
+  // --json: the same object, exec and worker ids and times aside.
+  auto remote = cli({"exec", "--json", "print(6*7)"});
+  auto local = embedded({"exec", "--json", "print(6*7)"});
+  auto a = nlohmann::json::parse(remote.out);
+  auto b = nlohmann::json::parse(local.out);
+  for (auto* j : {&a, &b})
+    for (const char* k : {"exec_id", "worker_id", "timing", "usage", "enforcement"})
+      j->erase(k);
+  BOOST_TEST(a == b, a.dump() << " vs " << b.dump());
+}
+
+BOOST_AUTO_TEST_CASE(stdin_env_and_workdir_travel_with_the_request) {
+  auto code = cli({"exec", "--stdin", "-e", "GREETING=hi there", "-w", "/usr",
+                   "import os, sys; data = sys.stdin.buffer.read(); "
+                   "print(len(data), data[:3], os.environ['GREETING'], os.getcwd())"},
+                  std::string("\xff\x00\x01rest", 7));
+  BOOST_TEST(code.exit_code == 0, code.err);
+  BOOST_TEST(code.out == "7 b'\\xff\\x00\\x01' hi there /usr\n");
+  auto cmd = cli({"run", "--stdin", "-e", "X=y", "--", "/usr/bin/python3", "-c",
+                  "import os, sys; print(sys.stdin.read().strip(), os.environ['X'])"},
+                 "line\n");
+  BOOST_TEST(cmd.out == "line y\n", cmd.err);
+}
+
+BOOST_AUTO_TEST_CASE(status_and_metrics_come_from_the_daemon) {
+  cli({"exec", "print(1)"});
+  auto status = cli({"status"});
+  BOOST_TEST(status.exit_code == 0, status.err);
+  BOOST_TEST(contains(status.out, "pool default: 2 workers"), status.out);
+  BOOST_TEST(!contains(status.out, " 0 execs"), status.out); // the daemon's count, live
+  auto metrics = cli({"status", "--metrics"});
+  BOOST_TEST(metrics.exit_code == 0, metrics.err);
+  BOOST_TEST(contains(metrics.out, "castellan_execs_total"), metrics.out.substr(0, 400));
+}
+
+BOOST_AUTO_TEST_CASE(the_environment_variable_points_the_cli_at_the_daemon) {
+  ::setenv("CASTELLAN_CONNECT", target.c_str(), 1);
+  auto r = run_process({castellan_cli(), "exec", "print('via env')"});
+  ::unsetenv("CASTELLAN_CONNECT");
+  BOOST_TEST(r.out == "via env\n", r.err);
+  auto status = run_process({castellan_cli(), "status", "--connect", target});
+  BOOST_TEST(contains(status.out, "pool default"), status.err);
+}
+
+BOOST_AUTO_TEST_CASE(errors_are_named_and_exit_2) {
+  auto pool = cli({"exec", "--pool", "nope", "print(1)"});
+  BOOST_TEST(pool.exit_code == 2);
+  BOOST_TEST(contains(pool.err, "no pool named 'nope'"), pool.err);
+  auto flag = cli({"exec", "--policy", "strict", "print(1)"});
+  BOOST_TEST(flag.exit_code == 2);
+  BOOST_TEST(contains(flag.err, "--policy shapes a pool started for this call"), flag.err);
+  auto nowhere = run_process({castellan_cli(), "exec", "--connect",
+                              "unix:" + serve.dir + "/missing.sock", "print(1)"});
+  BOOST_TEST(nowhere.exit_code == 2);
+  BOOST_TEST(contains(nowhere.err, "cannot connect to the daemon at unix:"), nowhere.err);
+  auto scheme = run_process({castellan_cli(), "exec", "--connect", "ftp://x", "print(1)"});
+  BOOST_TEST(scheme.exit_code == 2);
+  BOOST_TEST(contains(scheme.err, "unknown scheme"), scheme.err);
+  auto embedded_pool = run_process({castellan_cli(), "exec", "--pool", "x", "print(1)"});
+  BOOST_TEST(embedded_pool.exit_code == 2);
+  BOOST_TEST(contains(embedded_pool.err, "give --connect too"), embedded_pool.err);
+}
+
+BOOST_AUTO_TEST_CASE(ctrl_c_cancels_the_exec_on_the_daemon_and_keeps_its_output) {
+  const std::string tag = castellan::test::unique_task_name("ckconn");
+  const std::string code = castellan::test::python_set_task_name(tag) +
+                           "import time\nprint('working', flush=True)\ntime.sleep(120)\n";
+  auto r = cli({"exec", "--json", code}, {}, [&](pid_t pid) {
+    const bool running = castellan::test::wait_until_task_in_syscall(tag, SYS_clock_nanosleep) &&
+                         castellan::test::wait_until_harness_drained(tag);
+    BOOST_CHECK_MESSAGE(running, "the exec was not seen asleep after its print within 30 s");
+    BOOST_REQUIRE_EQUAL(::kill(pid, SIGINT), 0);
+  });
+  BOOST_TEST(r.exit_code == 125, r.err);
+  BOOST_TEST(contains(r.err, "cancelling exec cli-"), r.err);
+  auto j = nlohmann::json::parse(r.out, nullptr, false);
+  BOOST_REQUIRE_MESSAGE(j.is_object(), r.out);
+  BOOST_TEST(j["error_class"] == "cancelled");
+  BOOST_TEST(j["stdout"] == "working\n");
+  BOOST_TEST(castellan::test::wait_until_no_task_named(tag).empty());
+}
+
+BOOST_AUTO_TEST_SUITE_END()
