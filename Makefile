@@ -1,6 +1,6 @@
 # castellan — set-up, build, run and test on Debian bookworm (as root).
 #
-#   make run    install what is missing, build, run an example exec
+#   make run    install what is missing, build, start the daemon, run example execs through it
 #   make test   install what is missing, build, run every test (and the fuzzers briefly)
 #   make asan   the same tests under AddressSanitizer + UndefinedBehaviorSanitizer
 #   make bench  build and run the benchmarks
@@ -39,13 +39,29 @@ configure: deps $(BUILD)/CMakeCache.txt
 build: configure
 	cmake --build $(BUILD) -j $(JOBS)
 
+# The daemon with the default config (config/castellan.toml; its socket moved
+# to a private directory), the CLI as its client, then a drain on SIGTERM.
 run: build
-	@echo '$$ build/bin/castellan exec "print(6*7)"'
-	@$(BUILD)/bin/castellan exec 'print(6*7)'
-	@echo '$$ build/bin/castellan exec --json "import sys; print(sys.version_info[:2]); raise ValueError(42)"'
-	@$(BUILD)/bin/castellan exec --json 'import sys; print(sys.version_info[:2]); raise ValueError(42)'; true
-	@echo '$$ build/bin/castellan run -- /bin/echo hi'
-	@$(BUILD)/bin/castellan run -- /bin/echo hi
+	@set -e; dir=$$(mktemp -d /tmp/castellan-run-XXXXXX); sock=$$dir/castellan.sock; \
+	  $(BUILD)/bin/castellan serve --config config/castellan.toml --listen unix:$$sock \
+	    >$$dir/serve.log 2>&1 & pid=$$!; \
+	  trap 'kill -TERM '$$pid' 2>/dev/null; wait '$$pid' 2>/dev/null; rm -rf '$$dir EXIT; \
+	  for i in $$(seq 300); do grep -q 'listening on' $$dir/serve.log && break; \
+	    kill -0 $$pid 2>/dev/null || { cat $$dir/serve.log; exit 1; }; sleep 0.1; done; \
+	  echo "\$$ build/bin/castellan serve --config config/castellan.toml --listen unix:$$sock &"; \
+	  cat $$dir/serve.log; \
+	  export CASTELLAN_CONNECT=unix:$$sock; echo "\$$ export CASTELLAN_CONNECT=unix:$$sock"; \
+	  echo '$$ build/bin/castellan exec "print(6*7)"'; \
+	  $(BUILD)/bin/castellan exec 'print(6*7)'; \
+	  echo '$$ build/bin/castellan exec --json "import sys; print(sys.version_info[:2]); raise ValueError(42)"'; \
+	  $(BUILD)/bin/castellan exec --json 'import sys; print(sys.version_info[:2]); raise ValueError(42)' || true; \
+	  echo '$$ echo world | build/bin/castellan exec --stdin -e GREETING=hello "import os, sys; print(os.environ[\"GREETING\"], sys.stdin.read().strip())"'; \
+	  echo world | $(BUILD)/bin/castellan exec --stdin -e GREETING=hello 'import os, sys; print(os.environ["GREETING"], sys.stdin.read().strip())'; \
+	  echo '$$ build/bin/castellan run -- /usr/bin/python3 -c "print(1 + 1)"'; \
+	  $(BUILD)/bin/castellan run -- /usr/bin/python3 -c 'print(1 + 1)'; \
+	  echo '$$ build/bin/castellan status'; \
+	  $(BUILD)/bin/castellan status; \
+	  echo '$$ kill -TERM %1   # drains: in-flight execs finish, then it exits'
 
 fuzz: deps
 	cmake -S . -B $(FUZZ_BUILD) -DCASTELLAN_FUZZ=ON -DCASTELLAN_WERROR=ON \
