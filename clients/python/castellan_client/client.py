@@ -1,0 +1,241 @@
+"""The client of the castellan daemon's HTTP/JSON API (docs/api.md)."""
+
+import http.client
+import json
+import socket
+import threading
+import urllib.parse
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
+
+from .errors import CastellanError, error_from_answer
+from .result import Result
+from .transport import DEFAULT_ADDRESS, connection_factory, parse_address
+
+__all__ = ["Client"]
+
+_USER_AGENT = "castellan-python/0.1"
+
+
+class Client:
+    """A client of one castellan daemon.
+
+    ``address`` is ``unix:PATH`` (the default,
+    ``unix:/run/castellan/castellan.sock``), ``http://HOST:PORT`` or
+    ``https://HOST:PORT``. ``token`` is a bearer token (``castellan token
+    new``) sent as ``Authorization: Bearer``; TCP listeners of a daemon with
+    a tokens file need one, a unix socket does not. ``ca_file`` is the PEM
+    file of the CA that signs an https daemon's certificate (default: the
+    system's trusted CAs). ``timeout`` is the socket timeout in seconds for
+    the connect and for each read; None waits as long as the daemon takes
+    (an exec's answer comes when the exec ends, so a timeout shorter than
+    an exec's deadline abandons it, and the daemon cancels an exec whose
+    connection closes).
+
+    Threads: a Client may be shared by any number of threads. Each call
+    opens its own connection and closes it when the answer is read, so
+    calls never wait for one another; ``cancel`` from one thread ends an
+    ``exec`` that another thread waits for. ``close()`` (or leaving a
+    ``with`` block) shuts down the connections of calls still in flight,
+    whose execs the daemon then cancels, and makes later calls fail.
+
+    Every method raises CastellanError (BusyError for load refusals) for
+    an error answer of the API, and OSError when the daemon cannot be
+    reached.
+    """
+
+    def __init__(self, address: str = DEFAULT_ADDRESS, token: Optional[str] = None,
+                 ca_file: Optional[str] = None, timeout: Optional[float] = None):
+        self.address = address
+        self._endpoint = parse_address(address)
+        if ca_file is not None and self._endpoint.scheme != "https":
+            raise ValueError("ca_file is for https:// addresses")
+        self._token = token
+        self._new_connection = connection_factory(self._endpoint, timeout, ca_file)
+        self._lock = threading.Lock()
+        self._in_flight: set = set()
+        self._closed = False
+
+    def __repr__(self) -> str:
+        return f"Client({self._endpoint.describe()!r})"
+
+    # --- context manager -------------------------------------------------
+
+    def __enter__(self) -> "Client":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Shuts down the connections of calls in flight; later calls raise.
+
+        A call whose connection is shut down raises (an OSError or
+        ``http.client.RemoteDisconnected``), and the daemon cancels its
+        exec. Idempotent.
+        """
+        with self._lock:
+            self._closed = True
+            conns = list(self._in_flight)
+        for conn in conns:
+            sock = conn.sock
+            if sock is not None:
+                try:
+                    sock.shutdown(socket.SHUT_RDWR)
+                except OSError:
+                    pass
+
+    # --- execs -----------------------------------------------------------
+
+    def exec(self, code: str, *, stdin: Union[str, bytes, None] = None,
+             env: Optional[Mapping[str, str]] = None, cwd: Optional[str] = None,
+             timeout_ms: Optional[int] = None, pool: Optional[str] = None,
+             policy: Optional[Mapping[str, Any]] = None, id: Optional[str] = None) -> Result:
+        """Runs Python ``code`` and returns its Result once it ended.
+
+        ``stdin`` is what the code reads on fd 0: a str is sent as UTF-8
+        text (``stdin``), bytes as base64 (``stdin_base64``) so that any
+        bytes arrive as they are. ``env`` sets environment variables over
+        the worker's; ``cwd`` is the absolute path inside the sandbox the
+        code starts in. ``timeout_ms`` is the exec's deadline (1..86400000,
+        default the pool's); ``pool`` the pool's name (default the
+        daemon's first); ``policy`` a request policy document (a dict).
+        ``id`` is the caller's name for the exec (1 to 64 of ``A-Za-z0-9._-``,
+        not digits only), unique among the execs in flight, by which
+        ``cancel`` finds it. Arguments left None are not sent.
+        """
+        body = {"code": code}
+        body.update(_options(stdin, env, cwd, timeout_ms, pool, policy, id))
+        return Result.from_json(self._json("POST", "/v1/exec", body))
+
+    def run(self, argv: Sequence[str], *, stdin: Union[str, bytes, None] = None,
+            env: Optional[Mapping[str, str]] = None, cwd: Optional[str] = None,
+            timeout_ms: Optional[int] = None, pool: Optional[str] = None,
+            policy: Optional[Mapping[str, Any]] = None, id: Optional[str] = None) -> Result:
+        """Runs the command ``argv`` (program first) and returns its Result.
+
+        The pool's policy decides which programs may run; the options are
+        those of ``exec``.
+        """
+        if isinstance(argv, (str, bytes)):
+            raise TypeError("argv is a sequence of strings, the program first")
+        body: Dict[str, Any] = {"argv": list(argv)}
+        body.update(_options(stdin, env, cwd, timeout_ms, pool, policy, id))
+        return Result.from_json(self._json("POST", "/v1/run", body))
+
+    # Streaming the output of an exec as it is written (server-sent events)
+    # belongs here, as a method that returns an iterator over the events of
+    # one response: ``_open`` gives the connection and the response with its
+    # body still unread. The daemon has no streaming route yet.
+
+    def cancel(self, id: Union[str, int]) -> Dict[str, Any]:
+        """Cancels the exec in flight with this ``id`` (or ``exec_id``).
+
+        Returns the daemon's answer: ``exec_id``, ``id`` (when the exec has
+        one), ``cancelled`` (False when the exec had ended first) and
+        ``outcome`` (``cancelled_running``, ``cancelled_queued``,
+        ``already_finished``, ``unknown``). The cancelled exec's own call
+        returns its Result with error_class ``cancelled``. Nothing in flight
+        with that id: CastellanError ``no_such_exec`` (404).
+        """
+        target = "/v1/execs/" + urllib.parse.quote(str(id), safe="")
+        return self._json("DELETE", target, None)
+
+    # --- the daemon ------------------------------------------------------
+
+    def pools(self) -> List[Dict[str, Any]]:
+        """The status of every pool (``GET /v1/pools``): a list of dicts with
+        ``name``, ``policy``, ``policy_revision``, ``size``, ``idle``,
+        ``busy``, ``starting``, ``queued``, ``queue_limit``, ``spawned``,
+        ``completed``, ``lost``."""
+        return list(self._json("GET", "/v1/pools", None).get("pools", []))
+
+    def health(self) -> str:
+        """``"ok"``, or ``"draining"`` once the daemon is shutting down."""
+        return self._json("GET", "/v1/health", None)["status"]
+
+    def metrics(self) -> str:
+        """The Prometheus text exposition of ``GET /metrics``."""
+        status, _, body = self._exchange("GET", "/metrics", None)
+        if status != 200:
+            raise error_from_answer(status, body)
+        return body.decode("utf-8")
+
+    # --- HTTP ------------------------------------------------------------
+
+    def _json(self, method: str, target: str, body: Optional[Dict[str, Any]]) -> Dict[str, Any]:
+        """One request whose 2xx answer is a JSON object: that object."""
+        status, content_type, data = self._exchange(method, target, body)
+        if not 200 <= status < 300:
+            raise error_from_answer(status, data)
+        try:
+            doc = json.loads(data)
+        except ValueError as e:
+            raise CastellanError(status, None, f"the answer is not JSON ({content_type}): {e}")
+        if not isinstance(doc, dict):
+            raise CastellanError(status, None, "the answer is not a JSON object")
+        return doc
+
+    def _exchange(self, method: str, target: str,
+                  body: Optional[Dict[str, Any]]) -> Tuple[int, str, bytes]:
+        """One request on a connection of its own: status, type and body."""
+        conn, response = self._open(method, target, body)
+        try:
+            data = response.read()
+            return response.status, response.getheader("Content-Type", ""), data
+        finally:
+            self._release(conn)
+
+    def _open(self, method: str, target: str, body: Optional[Dict[str, Any]]
+              ) -> Tuple[http.client.HTTPConnection, http.client.HTTPResponse]:
+        """Sends a request on a new connection; the connection and the
+        response, its headers read and its body not. The caller reads the
+        body and then calls ``_release(conn)``."""
+        headers = {"User-Agent": _USER_AGENT, "Accept": "application/json"}
+        if self._token is not None:
+            headers["Authorization"] = "Bearer " + self._token
+        payload = None
+        if body is not None:
+            payload = json.dumps(body).encode("utf-8")
+            headers["Content-Type"] = "application/json"
+        conn = self._new_connection()
+        with self._lock:
+            if self._closed:
+                raise ValueError("the client is closed")
+            self._in_flight.add(conn)
+        try:
+            conn.request(method, target, body=payload, headers=headers)
+            return conn, conn.getresponse()
+        except BaseException:
+            self._release(conn)
+            raise
+
+    def _release(self, conn: http.client.HTTPConnection) -> None:
+        with self._lock:
+            self._in_flight.discard(conn)
+        conn.close()
+
+
+def _options(stdin: Union[str, bytes, None], env: Optional[Mapping[str, str]],
+             cwd: Optional[str], timeout_ms: Optional[int], pool: Optional[str],
+             policy: Optional[Mapping[str, Any]], id: Optional[str]) -> Dict[str, Any]:
+    """The request fields shared by exec and run; None is left out."""
+    import base64
+
+    out: Dict[str, Any] = {}
+    if isinstance(stdin, (bytes, bytearray, memoryview)):
+        out["stdin_base64"] = base64.b64encode(bytes(stdin)).decode("ascii")
+    elif stdin is not None:
+        out["stdin"] = stdin
+    if env is not None:
+        out["env"] = dict(env)
+    if cwd is not None:
+        out["cwd"] = cwd
+    if timeout_ms is not None:
+        out["timeout_ms"] = timeout_ms
+    if pool is not None:
+        out["pool"] = pool
+    if policy is not None:
+        out["policy"] = dict(policy)
+    if id is not None:
+        out["id"] = id
+    return out

@@ -1,0 +1,337 @@
+"""castellan_client against a real daemon (run by python_client_test.cpp).
+
+The daemon's config has a unix socket, a plain loopback TCP listener with a
+tokens file, the pool "default" (2 workers) and the pool "tiny" (1 worker,
+a queue of 1). The environment names them: CASTELLAN_SOCKET, CASTELLAN_TCP
+(http://127.0.0.1:PORT) and CASTELLAN_TOKEN (a token of the tokens file).
+Every check is a unittest assertion; any failure exits non-zero.
+"""
+
+import base64
+import os
+import re
+import sys
+import threading
+import time
+import unittest
+
+import castellan_client
+from castellan_client import BusyError, CastellanError, Client, Result
+from castellan_client.transport import parse_address
+
+SOCKET = os.environ["CASTELLAN_SOCKET"]
+TCP = os.environ["CASTELLAN_TCP"]
+TOKEN = os.environ["CASTELLAN_TOKEN"]
+
+#: How long a wait for the daemon may last before the test fails.
+SAFETY_NET_S = 30
+
+
+def until(what, check):
+    """Calls check() until it returns a true value (SAFETY_NET_S), and returns it."""
+    deadline = time.monotonic() + SAFETY_NET_S
+    while True:
+        value = check()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"never happened: {what}")
+        time.sleep(0.01)
+
+
+def cancelled_count(client):
+    m = re.search(r'^castellan_execs_total\{error_class="cancelled",pool="default"\} (\d+)$',
+                  client.metrics(), re.M)
+    return int(m.group(1)) if m else 0
+
+
+class InBackground:
+    """A call made in a thread: its return value or its exception."""
+
+    def __init__(self, fn):
+        self.value = None
+        self.error = None
+        self._thread = threading.Thread(target=self._run, args=(fn,))
+        self._thread.start()
+
+    def _run(self, fn):
+        try:
+            self.value = fn()
+        except BaseException as e:  # reported by join()
+            self.error = e
+
+    def join(self):
+        self._thread.join(SAFETY_NET_S)
+        if self._thread.is_alive():
+            raise AssertionError("the call in the background never returned")
+        return self
+
+
+def cancel_when_in_flight(client, exec_id):
+    """Cancels `exec_id` as soon as the daemon has it in flight."""
+    def attempt():
+        try:
+            return client.cancel(exec_id)
+        except CastellanError as e:
+            if e.code == "no_such_exec":
+                return None
+            raise
+    return until(f"exec {exec_id} in flight", attempt)
+
+
+class Execs(unittest.TestCase):
+    def setUp(self):
+        self.c = Client("unix:" + SOCKET)
+
+    def test_exec_returns_the_result(self):
+        r = self.c.exec("print(6*7)")
+        self.assertIsInstance(r, Result)
+        self.assertEqual(r.error_class, "ok")
+        self.assertTrue(r.ok)
+        self.assertEqual(r.exit_code, 0)
+        self.assertEqual(r.stdout, b"42\n")
+        self.assertEqual(r.stdout_text, "42\n")
+        self.assertEqual(r.stderr, b"")
+        self.assertIsNone(r.exception)
+        self.assertEqual(r.events, [])
+        self.assertEqual(r.detail, "")
+        self.assertIsNone(r.id)
+        self.assertGreater(r.exec_id, 0)
+        self.assertEqual(set(r.timing), {"queue_us", "run_us"})
+        self.assertGreater(r.timing["run_us"], 0)
+        self.assertEqual(set(r.usage), {"cpu_us", "peak_memory_bytes"})
+        self.assertEqual(r.raw["v"], 1)
+
+    def test_an_exception_is_a_result(self):
+        r = self.c.exec("raise ValueError(42)", timeout_ms=20000)
+        self.assertEqual((r.error_class, r.exit_code), ("exception", 1))
+        self.assertEqual(r.exception["type"], "ValueError")
+        self.assertEqual(r.exception["message"], "42")
+        self.assertIn("ValueError", r.exception["traceback"])
+        self.assertFalse(r.ok)
+
+    def test_run_runs_argv(self):
+        r = self.c.run(["/usr/bin/python3", "-c", "import sys; print(sys.argv)", "a"])
+        self.assertEqual(r.error_class, "ok", r)
+        self.assertEqual(r.stdout_text, "['-c', 'a']\n")
+        with self.assertRaises(TypeError):
+            self.c.run("/usr/bin/python3")
+
+    def test_the_deadline_ends_an_exec(self):
+        r = self.c.exec("while True: pass", timeout_ms=300)
+        self.assertEqual((r.error_class, r.exit_code), ("timeout", 124))
+        self.assertEqual(r.detail, "deadline of 300 ms reached")
+
+    def test_an_exec_is_cancelled_by_its_id_from_another_thread(self):
+        sleeping = InBackground(
+            lambda: self.c.exec("import time; time.sleep(60)", id="py-sleeper"))
+        answer = cancel_when_in_flight(self.c, "py-sleeper")
+        self.assertTrue(answer["cancelled"], answer)
+        self.assertEqual(answer["id"], "py-sleeper")
+        self.assertIn(answer["outcome"], ("cancelled_running", "cancelled_queued"))
+        sleeping.join()
+        self.assertIsNone(sleeping.error)
+        r = sleeping.value
+        self.assertEqual((r.error_class, r.exit_code), ("cancelled", 125))
+        self.assertEqual(r.id, "py-sleeper")
+        self.assertEqual(r.exec_id, answer["exec_id"])
+        # Answered: nothing in flight has that id any more.
+        with self.assertRaises(CastellanError) as e:
+            self.c.cancel("py-sleeper")
+        self.assertEqual((e.exception.status, e.exception.code), (404, "no_such_exec"))
+
+    def test_an_exec_is_cancelled_by_its_number(self):
+        sleeping = InBackground(lambda: self.c.exec("import time; time.sleep(60)"))
+        # The exec_id is not known before the answer: the pool says when it runs.
+        until("the exec runs",
+              lambda: any(p["busy"] > 0 for p in self.c.pools() if p["name"] == "default"))
+        metrics = self.c.metrics()
+        self.assertIn("castellan_execs_total", metrics)
+        cancelled = None
+        for n in range(1, 1000):
+            try:
+                cancelled = self.c.cancel(n)
+                break
+            except CastellanError as e:
+                self.assertEqual(e.code, "no_such_exec")
+        self.assertIsNotNone(cancelled)
+        sleeping.join()
+        self.assertEqual(sleeping.value.exec_id, cancelled["exec_id"])
+        self.assertEqual(sleeping.value.error_class, "cancelled")
+
+
+class Errors(unittest.TestCase):
+    def setUp(self):
+        self.c = Client("unix:" + SOCKET)
+
+    def test_an_unknown_pool_names_its_field(self):
+        with self.assertRaises(CastellanError) as e:
+            self.c.exec("print(1)", pool="gpu")
+        err = e.exception
+        self.assertNotIsInstance(err, BusyError)
+        self.assertEqual((err.status, err.code, err.field), (404, "unknown_pool", "/pool"))
+        self.assertEqual(err.message, "exec: no pool named 'gpu'")
+        self.assertEqual(str(err), "404 unknown_pool at /pool: exec: no pool named 'gpu'")
+
+    def test_an_invalid_id_names_its_field(self):
+        with self.assertRaises(CastellanError) as e:
+            self.c.exec("print(1)", id="123")
+        self.assertEqual((e.exception.status, e.exception.code, e.exception.field),
+                         (400, "invalid_field", "/id"))
+
+    def test_a_duplicate_id_is_refused_while_in_flight(self):
+        sleeping = InBackground(
+            lambda: self.c.exec("import time; time.sleep(60)", id="py-twice"))
+        until("the first exec is in flight",
+              lambda: any(p["busy"] > 0 for p in self.c.pools() if p["name"] == "default"))
+        with self.assertRaises(CastellanError) as e:
+            self.c.exec("print(1)", id="py-twice")
+        self.assertEqual((e.exception.status, e.exception.code, e.exception.field),
+                         (409, "duplicate_id", "/id"))
+        self.c.cancel("py-twice")
+        self.assertEqual(sleeping.join().value.error_class, "cancelled")
+
+    def test_a_full_pool_is_a_busy_error(self):
+        # "tiny": one worker and a queue of one.
+        def tiny():
+            return next(p for p in self.c.pools() if p["name"] == "tiny")
+        running = InBackground(
+            lambda: self.c.exec("import time; time.sleep(60)", pool="tiny", id="py-tiny-a"))
+        until("the tiny pool runs an exec", lambda: tiny()["busy"] == 1)
+        queued = InBackground(
+            lambda: self.c.exec("import time; time.sleep(60)", pool="tiny", id="py-tiny-b"))
+        until("the tiny pool queues an exec", lambda: tiny()["queued"] == 1)
+        with self.assertRaises(BusyError) as e:
+            self.c.exec("print(1)", pool="tiny")
+        self.assertEqual((e.exception.status, e.exception.code), (503, "busy"))
+        self.assertEqual(self.c.cancel("py-tiny-b")["outcome"], "cancelled_queued")
+        self.assertEqual(self.c.cancel("py-tiny-a")["outcome"], "cancelled_running")
+        self.assertEqual(queued.join().value.error_class, "cancelled")
+        self.assertEqual(running.join().value.error_class, "cancelled")
+
+    def test_a_missing_socket_is_an_os_error(self):
+        with self.assertRaises(FileNotFoundError):
+            Client("unix:" + SOCKET + ".absent").health()
+
+    def test_addresses(self):
+        self.assertEqual(parse_address("unix:/run/x.sock").host, "/run/x.sock")
+        self.assertEqual(parse_address("tcp:127.0.0.1:8080"), parse_address("http://127.0.0.1:8080"))
+        self.assertEqual(parse_address("https://localhost").port, 443)
+        for bad in ("unix:relative.sock", "ftp://host", "http://h:1/v1", "http://u:p@h:1", "h:1"):
+            with self.assertRaises(ValueError, msg=bad):
+                Client(bad)
+        with self.assertRaises(ValueError):
+            Client("http://127.0.0.1:1", ca_file="/etc/ssl/certs/ca-certificates.crt")
+
+
+class Daemon(unittest.TestCase):
+    def setUp(self):
+        self.c = Client("unix:" + SOCKET)
+
+    def test_pools_health_and_metrics(self):
+        pools = {p["name"]: p for p in self.c.pools()}
+        self.assertEqual(sorted(pools), ["default", "tiny"])
+        self.assertEqual(pools["default"]["size"], 2)
+        self.assertEqual(pools["tiny"]["queue_limit"], 1)
+        self.assertEqual(self.c.health(), "ok")
+        self.c.exec("print(1)")
+        self.assertRegex(self.c.metrics(),
+                         r'(?m)^castellan_execs_total\{error_class="ok",pool="default"\} [1-9]')
+
+
+class Tcp(unittest.TestCase):
+    def test_a_token_is_needed_and_sent(self):
+        with Client(TCP, token=TOKEN) as c:
+            r = c.exec("print('over tcp')")
+            self.assertEqual(r.stdout_text, "over tcp\n")
+            self.assertEqual(c.health(), "ok")
+            self.assertIn("castellan_execs_total", c.metrics())
+        for token in (None, TOKEN[:-1] + ("x" if TOKEN[-1] != "x" else "y")):
+            with self.assertRaises(CastellanError) as e:
+                Client(TCP, token=token).pools()
+            self.assertEqual((e.exception.status, e.exception.code), (401, "unauthorized"))
+
+
+class Close(unittest.TestCase):
+    def test_close_ends_the_calls_in_flight_and_their_execs(self):
+        c = Client("unix:" + SOCKET)
+        observer = Client("unix:" + SOCKET)
+        before = cancelled_count(observer)
+        sleeping = InBackground(lambda: c.exec("import time; time.sleep(60)", id="py-closed"))
+        until("the exec is in flight",
+              lambda: any(p["busy"] > 0 for p in observer.pools() if p["name"] == "default"))
+        c.close()
+        sleeping.join()
+        self.assertIsNotNone(sleeping.error)
+        self.assertIsNone(sleeping.value)
+        # The daemon cancels an exec whose connection closed.
+        until("the daemon cancels the exec", lambda: cancelled_count(observer) > before)
+        with self.assertRaises(ValueError):
+            c.health()
+
+
+def stdio_supported(c):
+    """Whether this daemon takes stdin, env and cwd in a request: false when
+    it answers as documented for a daemon without them (400 invalid_field,
+    /stdin, "not supported yet")."""
+    try:
+        c.exec("pass", stdin="")
+        return True
+    except CastellanError as e:
+        if (e.status, e.code, e.field) == (400, "invalid_field", "/stdin") and \
+                "not supported yet" in e.message:
+            return False
+        raise
+
+
+class Stdio(unittest.TestCase):
+    def setUp(self):
+        self.c = Client("unix:" + SOCKET)
+        self.supported = stdio_supported(self.c)
+        print(f"\n(the daemon {'takes' if self.supported else 'refuses'} stdin, env and cwd)",
+              file=sys.stderr)
+
+    def test_stdin_env_cwd(self):
+        echo = "import sys; sys.stdout.write(sys.stdin.read())"
+        echo_bytes = "import sys; print(sys.stdin.buffer.read().hex())"
+        if self.supported:
+            self.assertEqual(self.c.exec(echo, stdin="héllo\n").stdout_text, "héllo\n")
+            self.assertEqual(self.c.exec(echo_bytes, stdin=b"\xff\x00\xfe").stdout, b"ff00fe\n")
+            r = self.c.exec("import os; print(os.environ['GREETING'])", env={"GREETING": "hé"})
+            self.assertEqual(r.stdout_text, "hé\n")
+            self.assertEqual(self.c.exec("import os; print(os.getcwd())", cwd="/tmp").stdout,
+                             b"/tmp\n")
+            return
+        for kwargs, field in ((dict(stdin="x"), "/stdin"), (dict(stdin=b"\xff"), "/stdin_base64"),
+                              (dict(env={"A": "b"}), "/env"), (dict(cwd="/tmp"), "/cwd")):
+            with self.assertRaises(CastellanError, msg=field) as e:
+                self.c.exec(echo, **kwargs)
+            self.assertEqual((e.exception.status, e.exception.code, e.exception.field),
+                             (400, "invalid_field", field))
+
+    def test_output_that_is_not_utf8(self):
+        r = self.c.exec("import sys; sys.stdout.buffer.write(b'\\xff\\xfeab\\n'); "
+                        "sys.stderr.buffer.write(b'\\x80')")
+        self.assertEqual(r.error_class, "ok")
+        if self.supported:
+            self.assertEqual(r.stdout, b"\xff\xfeab\n")
+            self.assertTrue(r.raw["stdout_base64"])
+            self.assertEqual(r.stderr, b"\x80")
+            self.assertEqual(r.stdout_text, "\ufffd\ufffdab\n")
+        else:
+            # A daemon without base64 output replaces what is not UTF-8.
+            self.assertEqual(r.stdout_text, "\ufffd\ufffdab\n")
+            self.assertEqual(r.stderr_text, "\ufffd")
+
+    def test_base64_output_is_decoded(self):
+        doc = {"exec_id": 3, "exit_code": 0, "error_class": "ok",
+               "stdout": base64.b64encode(b"\xff\x00").decode(), "stdout_base64": True,
+               "stderr": "plain", "stderr_base64": False}
+        r = Result.from_json(doc)
+        self.assertEqual((r.stdout, r.stderr), (b"\xff\x00", b"plain"))
+
+
+if __name__ == "__main__":
+    print("castellan_client", castellan_client.__version__, "from", castellan_client.__file__,
+          file=sys.stderr)
+    unittest.main(verbosity=2)

@@ -1,0 +1,2 @@
+#define BOOST_TEST_MODULE castellan python client
+#include "support/test_main.hpp"
