@@ -21,11 +21,13 @@ class Client:
 
     ``address`` is ``unix:PATH`` (the default,
     ``unix:/run/castellan/castellan.sock``), ``http://HOST:PORT`` or
-    ``https://HOST:PORT``. ``token`` is a bearer token (``castellan token
+    ``https://HOST:PORT`` (or the daemon's listener forms ``tcp:HOST:PORT``
+    and ``tls:HOST:PORT``). ``token`` is a bearer token (``castellan token
     new``) sent as ``Authorization: Bearer``; TCP listeners of a daemon with
     a tokens file need one, a unix socket does not. ``ca_file`` is the PEM
     file of the CA that signs an https daemon's certificate (default: the
-    system's trusted CAs). ``timeout`` is the socket timeout in seconds for
+    system's trusted CAs); the certificate must name the address's host.
+    ``timeout`` is the socket timeout in seconds for
     the connect and for each read; None waits as long as the daemon takes
     (an exec's answer comes when the exec ends, so a timeout shorter than
     an exec's deadline abandons it, and the daemon cancels an exec whose

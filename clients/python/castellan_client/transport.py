@@ -51,9 +51,10 @@ def parse_address(address: str) -> Endpoint:
     """The Endpoint of ``address``.
 
     ``unix:PATH`` (an absolute path), ``http://HOST:PORT``,
-    ``https://HOST:PORT``, or ``tcp:HOST:PORT`` (the daemon's ``--listen``
-    form of a plain TCP listener, the same as ``http://``). A URL may not
-    carry a path, query or credentials: the API's routes are fixed.
+    ``https://HOST:PORT``, or the daemon's ``--listen`` forms ``tcp:HOST:PORT``
+    (the same as ``http://``) and ``tls:HOST:PORT`` (the same as
+    ``https://``). A URL may not carry a path, query or credentials: the
+    API's routes are fixed.
     """
     if address.startswith("unix:"):
         path = address[len("unix:"):]
@@ -62,10 +63,13 @@ def parse_address(address: str) -> Endpoint:
         return Endpoint("unix", path, None)
     if address.startswith("tcp:"):
         address = "http://" + address[len("tcp:"):]
+    elif address.startswith("tls:"):
+        address = "https://" + address[len("tls:"):]
     url = urllib.parse.urlsplit(address)
     if url.scheme not in ("http", "https"):
         raise ValueError(
-            f"{address!r}: expected unix:PATH, http://HOST:PORT, https://HOST:PORT or tcp:HOST:PORT")
+            f"{address!r}: expected unix:PATH, http://HOST:PORT, https://HOST:PORT, "
+            "tcp:HOST:PORT or tls:HOST:PORT")
     if url.path not in ("", "/") or url.query or url.fragment or url.username or url.password:
         raise ValueError(f"{address!r}: give the host and port only")
     if not url.hostname:

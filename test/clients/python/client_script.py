@@ -1,15 +1,18 @@
 """castellan_client against a real daemon (run by python_client_test.cpp).
 
-The daemon's config has a unix socket, a plain loopback TCP listener with a
-tokens file, the pool "default" (2 workers) and the pool "tiny" (1 worker,
-a queue of 1). The environment names them: CASTELLAN_SOCKET, CASTELLAN_TCP
-(http://127.0.0.1:PORT) and CASTELLAN_TOKEN (a token of the tokens file).
+The daemon's config has a unix socket, a plain loopback TCP listener and a
+TLS listener with a tokens file, the pool "default" (2 workers) and the pool
+"tiny" (1 worker, a queue of 1). The environment names them: CASTELLAN_SOCKET,
+CASTELLAN_TCP (http://127.0.0.1:PORT), CASTELLAN_TLS_PORT, CASTELLAN_CA_FILE
+(the TLS listener's self-signed certificate, for localhost and 127.0.0.1) and
+CASTELLAN_TOKEN (a token of the tokens file).
 Every check is a unittest assertion; any failure exits non-zero.
 """
 
 import base64
 import os
 import re
+import ssl
 import sys
 import threading
 import time
@@ -22,6 +25,8 @@ from castellan_client.transport import parse_address
 SOCKET = os.environ["CASTELLAN_SOCKET"]
 TCP = os.environ["CASTELLAN_TCP"]
 TOKEN = os.environ["CASTELLAN_TOKEN"]
+TLS_PORT = os.environ["CASTELLAN_TLS_PORT"]
+CA_FILE = os.environ["CASTELLAN_CA_FILE"]
 
 #: How long a wait for the daemon may last before the test fails.
 SAFETY_NET_S = 30
@@ -250,6 +255,22 @@ class Tcp(unittest.TestCase):
             with self.assertRaises(CastellanError) as e:
                 Client(TCP, token=token).pools()
             self.assertEqual((e.exception.status, e.exception.code), (401, "unauthorized"))
+
+
+class Tls(unittest.TestCase):
+    def test_https_with_the_ca_file_and_a_token(self):
+        for address in (f"https://localhost:{TLS_PORT}", f"tls:127.0.0.1:{TLS_PORT}"):
+            with Client(address, token=TOKEN, ca_file=CA_FILE) as c:
+                self.assertEqual(c.exec("print('over tls')").stdout_text, "over tls\n", address)
+                self.assertEqual(c.health(), "ok")
+        with self.assertRaises(CastellanError) as e:
+            Client(f"https://localhost:{TLS_PORT}", ca_file=CA_FILE).health()
+        self.assertEqual((e.exception.status, e.exception.code), (401, "unauthorized"))
+
+    def test_an_unknown_certificate_is_refused(self):
+        # Without the CA file the system's CAs do not know the self-signed one.
+        with self.assertRaises(ssl.SSLCertVerificationError):
+            Client(f"https://localhost:{TLS_PORT}", token=TOKEN).health()
 
 
 class Close(unittest.TestCase):

@@ -1,8 +1,8 @@
 // clients/python as its users get it: installed by pip from the source tree
 // (offline, with Debian's pip and setuptools) into a private directory, then
 // client_script.py, which uses that copy, against a real `castellan serve`
-// with a unix socket, a loopback TCP listener that needs a bearer token, and
-// two pools. The script's failures fail this test, with its output.
+// with a unix socket, a loopback TCP listener and a TLS listener (a
+// self-signed certificate made here) that need a bearer token, and two pools. The script's failures fail this test, with its output.
 
 #include <boost/test/unit_test.hpp>
 
@@ -146,29 +146,37 @@ BOOST_AUTO_TEST_CASE(the_pip_installed_client_passes_its_script_against_a_real_d
   BOOST_REQUIRE_MESSAGE(token_new.exit_code == 0, token_new.err);
   const std::string token = last_line(token_new.err);
   dir.write("tokens.toml", token_new.out, 0600);
+  auto cert = run_process({"/usr/bin/openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt",
+                           "ec_paramgen_curve:prime256v1", "-nodes", "-keyout",
+                           dir.path + "/key.pem", "-out", dir.path + "/cert.pem", "-days", "2",
+                           "-subj", "/CN=localhost", "-addext",
+                           "subjectAltName=DNS:localhost,IP:127.0.0.1"});
+  BOOST_REQUIRE_MESSAGE(cert.exit_code == 0, cert.err);
+  BOOST_REQUIRE(::chmod((dir.path + "/key.pem").c_str(), 0600) == 0);
   const std::string sock = dir.path + "/api.sock";
-  const std::string config = dir.write("castellan.toml",
-                                       "listen = [\"unix:" + sock +
-                                           "\", \"tcp:127.0.0.1:0\"]\n"
-                                           "state_dir = \"" +
-                                           dir.path +
-                                           "/state\"\n"
-                                           "[auth]\ntokens_file = \"tokens.toml\"\n"
-                                           "allow_plaintext_loopback = true\n"
-                                           "[[pools]]\nname = \"default\"\nsize = 2\n"
-                                           "[[pools]]\nname = \"tiny\"\nsize = 1\n"
-                                           "queue_limit = 1\nmode = \"shared\"\n",
-                                       0644);
+  const std::string config = dir.write(
+      "castellan.toml",
+      "listen = [\"unix:" + sock + "\", \"tcp:127.0.0.1:0\", \"tls:127.0.0.1:0\"]\n" +
+          "state_dir = \"" + dir.path + "/state\"\n" +
+          "[auth]\ntokens_file = \"tokens.toml\"\nallow_plaintext_loopback = true\n"
+          "[tls]\ncert_file = \"cert.pem\"\nkey_file = \"key.pem\"\n"
+          "[[pools]]\nname = \"default\"\nsize = 2\n"
+          "[[pools]]\nname = \"tiny\"\nsize = 1\nqueue_limit = 1\nmode = \"shared\"\n",
+      0644);
   daemon_process daemon(config);
   BOOST_REQUIRE_EQUAL(daemon.line(), "castellan: listening on unix:" + sock);
   const std::string tcp = daemon.line();
   const std::string prefix = "castellan: listening on tcp:";
   BOOST_REQUIRE_MESSAGE(tcp.rfind(prefix, 0) == 0u, tcp);
+  const std::string tls = daemon.line();
+  const std::string tls_prefix = "castellan: listening on tls:127.0.0.1:";
+  BOOST_REQUIRE_MESSAGE(tls.rfind(tls_prefix, 0) == 0u, tls);
 
   auto script = run_process(
       {"/usr/bin/env", "PYTHONPATH=" + site, "PYTHONDONTWRITEBYTECODE=1",
        "CASTELLAN_SOCKET=" + sock, "CASTELLAN_TCP=http://" + tcp.substr(prefix.size()),
-       "CASTELLAN_TOKEN=" + token, python, "-s",
+       "CASTELLAN_TLS_PORT=" + tls.substr(tls_prefix.size()),
+       "CASTELLAN_CA_FILE=" + dir.path + "/cert.pem", "CASTELLAN_TOKEN=" + token, python, "-s",
        castellan::test::source_dir() + "/test/clients/python/client_script.py"},
       {}, 240);
   BOOST_TEST_MESSAGE(script.err);
