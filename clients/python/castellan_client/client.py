@@ -1,5 +1,6 @@
 """The client of the castellan daemon's HTTP/JSON API (docs/api.md)."""
 
+import base64
 import http.client
 import json
 import socket
@@ -205,6 +206,11 @@ class Client:
                 raise ValueError("the client is closed")
             self._in_flight.add(conn)
         try:
+            conn.connect()
+            # A close() that ran before the socket existed could not shut it down.
+            with self._lock:
+                if self._closed:
+                    raise ValueError("the client is closed")
             conn.request(method, target, body=payload, headers=headers)
             return conn, conn.getresponse()
         except BaseException:
@@ -221,8 +227,6 @@ def _options(stdin: Union[str, bytes, None], env: Optional[Mapping[str, str]],
              cwd: Optional[str], timeout_ms: Optional[int], pool: Optional[str],
              policy: Optional[Mapping[str, Any]], id: Optional[str]) -> Dict[str, Any]:
     """The request fields shared by exec and run; None is left out."""
-    import base64
-
     out: Dict[str, Any] = {}
     if isinstance(stdin, (bytes, bytearray, memoryview)):
         out["stdin_base64"] = base64.b64encode(bytes(stdin)).decode("ascii")

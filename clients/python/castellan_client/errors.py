@@ -1,5 +1,6 @@
 """The errors of the castellan API as Python exceptions."""
 
+import json
 from typing import Optional
 
 
@@ -44,8 +45,6 @@ BUSY_CODES = frozenset({"busy", "too_many_execs", "too_many_connections"})
 
 def error_from_answer(status: int, body: bytes) -> CastellanError:
     """The exception for an error answer with ``status`` and ``body``."""
-    import json
-
     code = None
     field = None
     message = body[:500].decode("utf-8", "replace")

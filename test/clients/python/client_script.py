@@ -291,58 +291,40 @@ class Close(unittest.TestCase):
             c.health()
 
 
-def stdio_supported(c):
-    """Whether this daemon takes stdin, env and cwd in a request: false when
-    it answers as documented for a daemon without them (400 invalid_field,
-    /stdin, "not supported yet")."""
-    try:
-        c.exec("pass", stdin="")
-        return True
-    except CastellanError as e:
-        if (e.status, e.code, e.field) == (400, "invalid_field", "/stdin") and \
-                "not supported yet" in e.message:
-            return False
-        raise
-
-
 class Stdio(unittest.TestCase):
     def setUp(self):
         self.c = Client("unix:" + SOCKET)
-        self.supported = stdio_supported(self.c)
-        print(f"\n(the daemon {'takes' if self.supported else 'refuses'} stdin, env and cwd)",
-              file=sys.stderr)
 
-    def test_stdin_env_cwd(self):
-        echo = "import sys; sys.stdout.write(sys.stdin.read())"
-        echo_bytes = "import sys; print(sys.stdin.buffer.read().hex())"
-        if self.supported:
-            self.assertEqual(self.c.exec(echo, stdin="héllo\n").stdout_text, "héllo\n")
-            self.assertEqual(self.c.exec(echo_bytes, stdin=b"\xff\x00\xfe").stdout, b"ff00fe\n")
-            r = self.c.exec("import os; print(os.environ['GREETING'])", env={"GREETING": "hé"})
-            self.assertEqual(r.stdout_text, "hé\n")
-            self.assertEqual(self.c.exec("import os; print(os.getcwd())", cwd="/tmp").stdout,
-                             b"/tmp\n")
-            return
-        for kwargs, field in ((dict(stdin="x"), "/stdin"), (dict(stdin=b"\xff"), "/stdin_base64"),
-                              (dict(env={"A": "b"}), "/env"), (dict(cwd="/tmp"), "/cwd")):
-            with self.assertRaises(CastellanError, msg=field) as e:
-                self.c.exec(echo, **kwargs)
-            self.assertEqual((e.exception.status, e.exception.code, e.exception.field),
-                             (400, "invalid_field", field))
+    def test_stdin_as_text_and_as_bytes(self):
+        r = self.c.exec("import sys; sys.stdout.write(sys.stdin.read())", stdin="héllo\n")
+        self.assertEqual(r.stdout_text, "héllo\n")
+        r = self.c.exec("import sys; print(sys.stdin.buffer.read().hex())", stdin=b"\xff\x00\xfe")
+        self.assertEqual(r.stdout, b"ff00fe\n")
+        r = self.c.run(["/usr/bin/python3", "-c", "import sys; print(len(sys.stdin.read()))"],
+                       stdin="abc")
+        self.assertEqual(r.stdout, b"3\n")
+
+    def test_env_and_cwd(self):
+        r = self.c.exec("import os; print(os.environ['GREETING'], os.getcwd())",
+                        env={"GREETING": "hé"}, cwd="/tmp")
+        self.assertEqual(r.stdout_text, "hé /tmp\n")
+        # A cwd that does not exist runs nothing (docs/api.md).
+        r = self.c.exec("print(1)", cwd="/no/such/dir")
+        self.assertEqual(r.exit_code, 126)
+        self.assertEqual(r.stdout, b"")
 
     def test_output_that_is_not_utf8(self):
         r = self.c.exec("import sys; sys.stdout.buffer.write(b'\\xff\\xfeab\\n'); "
                         "sys.stderr.buffer.write(b'\\x80')")
         self.assertEqual(r.error_class, "ok")
-        if self.supported:
-            self.assertEqual(r.stdout, b"\xff\xfeab\n")
-            self.assertTrue(r.raw["stdout_base64"])
-            self.assertEqual(r.stderr, b"\x80")
-            self.assertEqual(r.stdout_text, "\ufffd\ufffdab\n")
-        else:
-            # A daemon without base64 output replaces what is not UTF-8.
-            self.assertEqual(r.stdout_text, "\ufffd\ufffdab\n")
-            self.assertEqual(r.stderr_text, "\ufffd")
+        self.assertEqual(r.stdout, b"\xff\xfeab\n")
+        self.assertTrue(r.raw["stdout_base64"])
+        self.assertEqual(r.stderr, b"\x80")
+        self.assertTrue(r.raw["stderr_base64"])
+        self.assertEqual(r.stdout_text, "\ufffd\ufffdab\n")
+        plain = self.c.exec("print('é')")
+        self.assertEqual(plain.stdout, "é\n".encode())
+        self.assertFalse(plain.raw["stdout_base64"])
 
     def test_base64_output_is_decoded(self):
         doc = {"exec_id": 3, "exit_code": 0, "error_class": "ok",
