@@ -33,11 +33,18 @@ caller access_control::identify(std::string_view authorization, bool token_requi
   return c;
 }
 
+bool access_control::may_use(const caller& who, std::string_view pool) const {
+  if (who.type != caller::kind::token)
+    return true;
+  const auto& e = tokens_[who.token];
+  return !e.pools || std::find(e.pools->begin(), e.pools->end(), pool) != e.pools->end();
+}
+
 admission access_control::admit(const caller& who, std::string_view pool) {
   if (who.type != caller::kind::token)
     return admission::admitted;
   const auto& e = tokens_[who.token];
-  if (e.pools && std::find(e.pools->begin(), e.pools->end(), pool) == e.pools->end())
+  if (!may_use(who, pool))
     return admission::pool_not_allowed;
   if (e.max_concurrent != 0 && in_flight_[who.token] >= e.max_concurrent)
     return admission::too_many_execs;

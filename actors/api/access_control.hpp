@@ -65,6 +65,10 @@ public:
   /// in constant time each, whichever matches.
   caller identify(std::string_view authorization, bool token_required) const;
 
+  /// Whether `who` may use `pool`: always without a token, else when the
+  /// token's allowlist (if any) names it.
+  bool may_use(const caller& who, std::string_view pool) const;
+
   /// Decides whether `who` may start an exec on `pool` (the pool the
   /// request names, or the default pool) and counts it in flight if so.
   admission admit(const caller& who, std::string_view pool);

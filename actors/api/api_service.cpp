@@ -265,6 +265,19 @@ struct api_service::state final : api_responder {
       // A request with its own policy is checked against the pool it
       // names as well: the allowlist is of pools, whatever the policy.
       const std::string& pool = er.pool.empty() ? default_pool : er.pool;
+      // And a request policy may run in a pool of its own, made from the
+      // default pool (its template and ceiling): a token needs that pool
+      // too.
+      if (!er.policy.empty() && !access.may_use(who, default_pool)) {
+        srv->respond(req.id,
+                     json_response(403, error_body("pool_not_allowed",
+                                                   "token '" + access.entry(who).name +
+                                                       "' may not use pool '" + default_pool +
+                                                       "', whose settings a request policy's "
+                                                       "own pool is made from",
+                                                   "/policy")));
+        return;
+      }
       switch (access.admit(who, pool)) {
       case admission::admitted:
         break;

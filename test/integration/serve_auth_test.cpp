@@ -206,12 +206,13 @@ BOOST_AUTO_TEST_CASE(tokens_guard_tcp_and_a_token_has_its_pools_and_its_limit) {
   work_dir dir;
   auto ci = make_token({"--name", "ci", "--pools", "alpha", "--max-concurrent", "1"});
   auto ops = make_token({"--name", "ops"});
+  auto b_only = make_token({"--name", "b-only", "--pools", "beta"});
   BOOST_TEST(ci.token.rfind("cst_", 0) == 0u, ci.token);
   BOOST_TEST(ci.entry.find("name = \"ci\"\n") != std::string::npos, ci.entry);
   BOOST_TEST(ci.entry.find("pools = [\"alpha\"]\n") != std::string::npos, ci.entry);
   BOOST_TEST(ci.entry.find("max_concurrent = 1\n") != std::string::npos, ci.entry);
   BOOST_TEST(ci.entry.find(ci.token) == std::string::npos, "the entry holds the hash only");
-  dir.write("tokens.toml", ci.entry + "\n" + ops.entry);
+  dir.write("tokens.toml", ci.entry + "\n" + ops.entry + "\n" + b_only.entry);
   const std::string sock = dir.path + "/api.sock";
   const std::string config =
       dir.write("castellan.toml",
@@ -253,6 +254,19 @@ BOOST_AUTO_TEST_CASE(tokens_guard_tcp_and_a_token_has_its_pools_and_its_limit) {
   auto ops_beta =
       tcp_request(port, "POST", "/v1/exec", exec_body("print(2)", "beta"), bearer(ops.token));
   BOOST_TEST(ops_beta.status == 200u, ops_beta.body);
+
+  // A request policy may run in a pool made from the default pool: a token
+  // that may not use that one may not bring a policy, whatever pool it names.
+  auto b_plain =
+      tcp_request(port, "POST", "/v1/exec", exec_body("print(1)", "beta"), bearer(b_only.token));
+  BOOST_TEST(b_plain.status == 200u, b_plain.body);
+  nlohmann::json with_policy = {
+      {"code", "print(1)"}, {"pool", "beta"}, {"policy", {{"extends", "default"}}}};
+  auto b_policy = tcp_request(port, "POST", "/v1/exec", with_policy.dump(), bearer(b_only.token));
+  BOOST_TEST(b_policy.status == 403u);
+  BOOST_TEST(b_policy.error_code() == "pool_not_allowed");
+  BOOST_TEST(b_policy.error_message().find("may not use pool 'alpha'") != std::string::npos,
+             b_policy.body);
 
   // One exec of ci in flight: the next is 429, another token's is not.
   const std::string tag = castellan::test::unique_task_name("ckauth");

@@ -93,6 +93,16 @@ BOOST_AUTO_TEST_CASE(the_pool_allowlist_and_the_concurrency_limit) {
   BOOST_TEST(ac.in_flight(anon) == 0u);
 }
 
+BOOST_AUTO_TEST_CASE(may_use_is_the_allowlist_without_counting) {
+  auto ac = two_tokens();
+  auto ci = ac.identify("Bearer cst_ci", true);
+  BOOST_TEST(ac.may_use(ci, "default"));
+  BOOST_TEST(!ac.may_use(ci, "gpu"));
+  BOOST_TEST(ac.in_flight(ci) == 0u);
+  BOOST_TEST(ac.may_use(ac.identify("Bearer cst_ops", true), "gpu"));
+  BOOST_TEST(ac.may_use(caller{}, "gpu"));
+}
+
 BOOST_AUTO_TEST_CASE(an_empty_allowlist_allows_no_pool) {
   access_control ac({entry("watcher", "cst_w", std::vector<std::string>{})});
   auto w = ac.identify("Bearer cst_w", true);
