@@ -114,5 +114,10 @@ CAF_BEGIN_TYPE_ID_BLOCK(castellan, caf::first_custom_type_id)
   // -- request policies (actors/supervisor) -------------------------------------
   // [messages-policy-pools]
   CAF_ADD_ATOM(castellan, castellan, pool_idle_atom, "pool_idle")
+  // -- the telemetry summary as numbers (actors/telemetry) ------------------------
+  // [messages-telemetry-summary]
+  CAF_ADD_TYPE_ID(castellan, (castellan::latency_quantiles))
+  CAF_ADD_TYPE_ID(castellan, (castellan::telemetry_summary))
+  CAF_ADD_ATOM(castellan, castellan, summary_data_atom, "sum_data")
 
 CAF_END_TYPE_ID_BLOCK(castellan)

@@ -80,6 +80,27 @@ caf::behavior api_behavior(caf::event_based_actor* self, supervisor_actor superv
                       json_response(503, error_body("unavailable", describe(err, self->system()))));
                 });
       },
+      [=](status_atom, uint64_t request_id, bool draining, uint64_t uptime_ms, uint64_t in_flight,
+          uint64_t connections) {
+        const server_status server{draining, uptime_ms, in_flight, connections};
+        auto unavailable = [=](caf::error& err) {
+          responder->complete(
+              request_id,
+              json_response(503, error_body("unavailable", describe(err, self->system()))));
+        };
+        self->request(supervisor, query_timeout, status_atom::value)
+            .then(
+                [=](std::vector<pool_status>& pools) {
+                  self->request(supervisor, query_timeout, summary_data_atom::value)
+                      .then(
+                          [=](telemetry_summary& sum) {
+                            responder->complete(request_id,
+                                                json_response(200, status_body(server, pools, sum)));
+                          },
+                          unavailable);
+                },
+                unavailable);
+      },
       [=](metrics_atom, uint64_t request_id) {
         self->request(supervisor, query_timeout, metrics_atom::value)
             .then(

@@ -11,6 +11,8 @@
 ///   (exec_atom, uint64_t request_id, exec_request, std::string id)
 ///                                                   → POST /v1/exec, /v1/run
 ///   (status_atom, uint64_t request_id)              → GET /v1/pools
+///   (status_atom, uint64_t request_id, bool draining, uint64_t uptime_ms,
+///    uint64_t in_flight, uint64_t connections)      → GET /v1/status
 ///   (metrics_atom, uint64_t request_id)             → GET /metrics
 ///   (cancel_atom, uint64_t exec_id)                 → cancel that exec (no answer)
 ///   (cancel_atom, uint64_t request_id, uint64_t exec_id, std::string id)

@@ -233,7 +233,9 @@ std::string result_encoder::body(exec_result& r, std::string_view id) {
   return out;
 }
 
-std::string pools_body(const std::vector<pool_status>& pools) {
+namespace {
+
+json pools_json(const std::vector<pool_status>& pools) {
   json list = json::array();
   for (const auto& p : pools)
     list.push_back({{"name", p.name},
@@ -248,7 +250,49 @@ std::string pools_body(const std::vector<pool_status>& pools) {
                     {"lost", p.lost},
                     {"policy", p.policy},
                     {"policy_revision", p.policy_revision}});
-  return dump_json(json{{"v", 1}, {"pools", std::move(list)}});
+  return list;
+}
+
+json quantiles_json(const latency_quantiles& q) {
+  return {{"p50", q.p50_us}, {"p90", q.p90_us}, {"p99", q.p99_us}};
+}
+
+} // namespace
+
+std::string pools_body(const std::vector<pool_status>& pools) {
+  return dump_json(json{{"v", 1}, {"pools", pools_json(pools)}});
+}
+
+std::string_view castellan_version() {
+  return CASTELLAN_VERSION;
+}
+
+std::string status_body(const server_status& server, const std::vector<pool_status>& pools,
+                        const telemetry_summary& sum) {
+  json by_class = json::object();
+  for (const auto& [cls, n] : sum.execs_by_class)
+    by_class[cls] = n;
+  json summary = {
+      {"execs",
+       {{"total", sum.execs}, {"by_class", std::move(by_class)}, {"per_second", sum.execs_per_second}}},
+      {"latency_us", {{"run", quantiles_json(sum.run)}, {"queue", quantiles_json(sum.queue)}}},
+      {"workers",
+       {{"spawned", sum.workers_spawned},
+        {"killed", sum.workers_killed},
+        {"recycled", sum.workers_recycled}}},
+      {"syscalls",
+       {{"mediated", sum.syscalls_mediated},
+        {"per_second", sum.syscalls_per_second},
+        {"latency_us", quantiles_json(sum.syscall_latency)}}},
+      {"audit", {{"records", sum.audit_records}, {"dropped", sum.audit_dropped}}}};
+  return dump_json(json{{"v", 1},
+                        {"version", castellan_version()},
+                        {"draining", server.draining},
+                        {"uptime_ms", server.uptime_ms},
+                        {"in_flight", server.in_flight},
+                        {"connections", server.connections},
+                        {"pools", pools_json(pools)},
+                        {"summary", std::move(summary)}});
 }
 
 std::string cancel_body(const cancel_reply& reply, std::string_view id) {

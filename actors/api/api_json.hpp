@@ -14,6 +14,7 @@
 
 #include "actors/cancel_messages.hpp"
 #include "actors/exec_messages.hpp"
+#include "actors/telemetry/telemetry_messages.hpp"
 
 namespace castellan::api {
 
@@ -68,6 +69,23 @@ private:
 /// `GET /v1/pools`: `{"v":1,"pools":[{name, size, idle, busy, starting,
 /// queued, queue_limit, spawned, completed, lost, policy, policy_revision}]}`.
 std::string pools_body(const std::vector<pool_status>& pools);
+
+/// What the server itself says in `GET /v1/status`.
+struct server_status {
+  bool draining = false;
+  uint64_t uptime_ms = 0;   ///< since the API started
+  uint64_t in_flight = 0;   ///< execs admitted, not yet answered
+  uint64_t connections = 0; ///< open connections
+};
+
+/// castellan's version, as `castellan --version` says it.
+std::string_view castellan_version();
+
+/// `GET /v1/status`: `{"v":1,"version","draining","uptime_ms","in_flight",
+/// "connections","pools":[…as GET /v1/pools…],"summary":{execs, latency_us,
+/// workers, syscalls, audit}}`.
+std::string status_body(const server_status& server, const std::vector<pool_status>& pools,
+                        const telemetry_summary& summary);
 
 /// `DELETE /v1/execs/{id}`, answered: `{"v":1,"exec_id":N,"id":"…",
 /// "cancelled":bool,"outcome":"…"}` (`id` when the exec has one);

@@ -114,6 +114,7 @@ uint64_t decimal_exec_id(std::string_view text) {
 
 struct api_service::state final : api_responder {
   caf::actor actor;
+  const std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();
   http_server* srv = nullptr;          ///< the server, for its own I/O thread
   std::unique_ptr<http_server> server; ///< owned; stopped, never reset, by stop()
 
@@ -205,6 +206,21 @@ struct api_service::state final : api_responder {
     } else if (path == "/v1/pools") {
       if (allow("GET"))
         caf::anon_send(actor, status_atom::value, req.id);
+    } else if (path == "/v1/status") {
+      if (allow("GET")) {
+        bool d;
+        uint64_t n;
+        {
+          std::lock_guard<std::mutex> guard(m);
+          d = draining;
+          n = execs.size();
+        }
+        const auto uptime = std::chrono::duration_cast<std::chrono::milliseconds>(
+            std::chrono::steady_clock::now() - started);
+        caf::anon_send(actor, status_atom::value, req.id, d,
+                       static_cast<uint64_t>(uptime.count()), n,
+                       static_cast<uint64_t>(srv->connections()));
+      }
     } else if (path == "/metrics") {
       if (allow("GET"))
         caf::anon_send(actor, metrics_atom::value, req.id);
@@ -222,8 +238,8 @@ struct api_service::state final : api_responder {
       srv->respond(req.id, error_response(404, "not_found",
                                           "no route " + std::string(path) +
                                               " (POST /v1/exec, POST /v1/run, "
-                                              "DELETE /v1/execs/{id}, GET /v1/pools, "
-                                              "GET /v1/health, GET /metrics)"));
+                                              "DELETE /v1/execs/{id}, GET /v1/status, "
+                                              "GET /v1/pools, GET /v1/health, GET /metrics)"));
     }
   }
 

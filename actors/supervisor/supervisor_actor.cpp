@@ -523,6 +523,9 @@ supervisor_internal_actor::behavior_type supervisor_impl(supervisor_ptr self, su
     [=](summary_atom) -> caf::result<std::string> {
       return self->delegate(self->state.telemetry, summary_atom::value);
     },
+    [=](summary_data_atom) -> caf::result<telemetry_summary> {
+      return self->delegate(self->state.telemetry, summary_data_atom::value);
+    },
     [=](audit_flush_atom) -> caf::result<audit_stats> {
       if (!self->state.audit)
         return audit_stats{};

@@ -45,6 +45,8 @@ using supervisor_actor = caf::typed_actor<
   caf::replies_to<metrics_atom>::with<std::string>,
   // A few lines for humans.
   caf::replies_to<summary_atom>::with<std::string>,
+  // Their figures as numbers.
+  caf::replies_to<summary_data_atom>::with<telemetry_summary>,
   // Waits until every audit record so far is written (and synced).
   caf::replies_to<audit_flush_atom>::with<audit_stats>,
   // Stop every pool, flush the audit log and quit.

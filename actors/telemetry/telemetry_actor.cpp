@@ -35,6 +35,9 @@ telemetry_impl(telemetry_actor::stateful_pointer<telemetry_state> self, size_t m
       [=](const ring_fill& x) { self->state.core.apply(x); },
       [=](metrics_atom) -> std::string { return self->state.core.exposition(); },
       [=](summary_atom) -> std::string { return self->state.core.summary(now_ms()); },
+      [=](summary_data_atom) -> telemetry_summary {
+        return self->state.core.summarize(now_ms());
+      },
   };
 }
 

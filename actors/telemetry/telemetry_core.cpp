@@ -48,9 +48,12 @@ double total(const metrics_registry& reg, const char* name) {
   return sum;
 }
 
-std::string quantiles(const histogram& h) {
-  return "p50 " + human_us(h.quantile_us(0.5)) + " p90 " + human_us(h.quantile_us(0.9)) + " p99 " +
-         human_us(h.quantile_us(0.99));
+latency_quantiles quantiles_of(const histogram& h) {
+  return {h.quantile_us(0.5), h.quantile_us(0.9), h.quantile_us(0.99)};
+}
+
+std::string quantiles(const latency_quantiles& q) {
+  return "p50 " + human_us(q.p50_us) + " p90 " + human_us(q.p90_us) + " p99 " + human_us(q.p99_us);
 }
 
 uint64_t ns_to_us_ceil(uint64_t ns) {
@@ -168,27 +171,39 @@ std::string telemetry_core::exposition() const {
   return to_prometheus_text(reg_);
 }
 
-std::string telemetry_core::summary(int64_t now_ms) const {
-  std::string out;
-  // execs: total, by class, rate
-  std::map<std::string, double> by_class;
+telemetry_summary telemetry_core::summarize(int64_t now_ms) const {
+  telemetry_summary out;
   if (const auto* f = reg_.find(mn::execs))
     for (const auto& [labels, v] : f->values) {
       auto cls = labels.find("error_class");
-      by_class[cls == labels.end() ? "other" : cls->second] += v;
+      out.execs_by_class[cls == labels.end() ? "other" : cls->second] += static_cast<uint64_t>(v);
+      out.execs += static_cast<uint64_t>(v);
     }
-  double execs = 0;
+  out.execs_per_second = execs_rate_.per_second(now_ms);
+  out.run = quantiles_of(merged(reg_, mn::exec_duration));
+  out.queue = quantiles_of(merged(reg_, mn::exec_queue_wait));
+  out.workers_spawned = static_cast<uint64_t>(total(reg_, mn::worker_spawns));
+  out.workers_killed = static_cast<uint64_t>(total(reg_, mn::worker_kills));
+  out.workers_recycled = static_cast<uint64_t>(total(reg_, mn::worker_recycles));
+  out.syscalls_mediated = static_cast<uint64_t>(total(reg_, mn::mediated_syscalls));
+  out.syscalls_per_second = syscalls_rate_.per_second(now_ms);
+  out.syscall_latency = quantiles_of(merged(reg_, mn::mediated_latency));
+  out.audit_records = static_cast<uint64_t>(total(reg_, mn::audit_records));
+  out.audit_dropped = static_cast<uint64_t>(total(reg_, mn::audit_dropped));
+  return out;
+}
+
+std::string telemetry_core::summary(int64_t now_ms) const {
+  const telemetry_summary sum = summarize(now_ms);
+  std::string out;
   std::string classes;
-  for (const auto& [cls, v] : by_class) {
-    execs += v;
-    classes += (classes.empty() ? "" : ", ") + cls + " " + human_num(v);
-  }
+  for (const auto& [cls, v] : sum.execs_by_class)
+    classes += (classes.empty() ? "" : ", ") + cls + " " + human_num(static_cast<double>(v));
   char rate[32];
-  std::snprintf(rate, sizeof(rate), "%.1f/s", execs_rate_.per_second(now_ms));
-  out += "execs     " + human_num(execs) + (classes.empty() ? "" : " (" + classes + ")") + ", " +
-         rate + "\n";
-  out += "latency   run " + quantiles(merged(reg_, mn::exec_duration)) + "; queue " +
-         quantiles(merged(reg_, mn::exec_queue_wait)) + "\n";
+  std::snprintf(rate, sizeof(rate), "%.1f/s", sum.execs_per_second);
+  out += "execs     " + human_num(static_cast<double>(sum.execs)) +
+         (classes.empty() ? "" : " (" + classes + ")") + ", " + rate + "\n";
+  out += "latency   run " + quantiles(sum.run) + "; queue " + quantiles(sum.queue) + "\n";
   // pools: one line each
   if (const auto* f = reg_.find(mn::pool_size)) {
     for (const auto& [labels, size] : f->values) {
@@ -205,14 +220,14 @@ std::string telemetry_core::summary(int64_t now_ms) const {
              get(mn::pool_queue_limit, {{"pool", pool}}) + "\n";
     }
   }
-  out += "workers   spawned " + human_num(total(reg_, mn::worker_spawns)) + ", killed " +
-         human_num(total(reg_, mn::worker_kills)) + ", recycled " +
-         human_num(total(reg_, mn::worker_recycles)) + "\n";
-  std::snprintf(rate, sizeof(rate), "%.1f/s", syscalls_rate_.per_second(now_ms));
-  out += "syscalls  mediated " + human_num(total(reg_, mn::mediated_syscalls)) + ", " + rate +
-         ", latency " + quantiles(merged(reg_, mn::mediated_latency)) + "\n";
-  out += "audit     records " + human_num(total(reg_, mn::audit_records)) + ", dropped " +
-         human_num(total(reg_, mn::audit_dropped)) + "\n";
+  out += "workers   spawned " + human_num(static_cast<double>(sum.workers_spawned)) + ", killed " +
+         human_num(static_cast<double>(sum.workers_killed)) + ", recycled " +
+         human_num(static_cast<double>(sum.workers_recycled)) + "\n";
+  std::snprintf(rate, sizeof(rate), "%.1f/s", sum.syscalls_per_second);
+  out += "syscalls  mediated " + human_num(static_cast<double>(sum.syscalls_mediated)) + ", " +
+         rate + ", latency " + quantiles(sum.syscall_latency) + "\n";
+  out += "audit     records " + human_num(static_cast<double>(sum.audit_records)) + ", dropped " +
+         human_num(static_cast<double>(sum.audit_dropped)) + "\n";
   return out;
 }
 

@@ -38,6 +38,9 @@ public:
   /// pools, worker churn, mediated syscalls per second, audit.
   std::string summary(int64_t now_ms) const;
 
+  /// The summary's figures as numbers (the text is made from them).
+  telemetry_summary summarize(int64_t now_ms) const;
+
   const metrics_registry& registry() const noexcept { return reg_; }
 
 private:

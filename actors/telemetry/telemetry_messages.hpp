@@ -93,4 +93,44 @@ template <class Inspector> typename Inspector::result_type inspect(Inspector& f,
   return f(caf::meta::type_name("ring_fill"), x.pool, x.ring, x.used_bytes, x.capacity_bytes);
 }
 
+/// Three quantiles of a latency histogram, in microseconds (bucket upper
+/// bounds, as the human summary shows them).
+struct latency_quantiles {
+  uint64_t p50_us = 0;
+  uint64_t p90_us = 0;
+  uint64_t p99_us = 0;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, latency_quantiles& x) {
+  return f(caf::meta::type_name("latency_quantiles"), x.p50_us, x.p90_us, x.p99_us);
+}
+
+/// The figures of the human summary (`summary_atom`), as numbers: what the
+/// daemon's `GET /v1/status` shows. Rates are over the last ten seconds;
+/// the pools' own figures come from the pools (`status_atom`).
+struct telemetry_summary {
+  uint64_t execs = 0;                                ///< finished, every class
+  std::map<std::string, uint64_t> execs_by_class;    ///< "ok", "timeout", …
+  double execs_per_second = 0;
+  latency_quantiles run;                             ///< exec run time
+  latency_quantiles queue;                           ///< exec queue wait
+  uint64_t workers_spawned = 0;
+  uint64_t workers_killed = 0;
+  uint64_t workers_recycled = 0;
+  uint64_t syscalls_mediated = 0;
+  double syscalls_per_second = 0;
+  latency_quantiles syscall_latency;                 ///< notification to response
+  uint64_t audit_records = 0;
+  uint64_t audit_dropped = 0;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, telemetry_summary& x) {
+  return f(caf::meta::type_name("telemetry_summary"), x.execs, x.execs_by_class,
+           x.execs_per_second, x.run, x.queue, x.workers_spawned, x.workers_killed,
+           x.workers_recycled, x.syscalls_mediated, x.syscalls_per_second, x.syscall_latency,
+           x.audit_records, x.audit_dropped);
+}
+
 } // namespace castellan

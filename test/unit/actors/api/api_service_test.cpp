@@ -12,6 +12,7 @@
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/beast/http.hpp>
 
+#include "actors/api/api_json.hpp"
 #include "actors/api/api_service.hpp"
 #include "support/actor_system_fixture.hpp"
 #include "support/http_client.hpp"
@@ -271,6 +272,49 @@ BOOST_AUTO_TEST_CASE(pools_and_metrics) {
   BOOST_TEST(m.body.find("# TYPE castellan_execs_total counter") != std::string::npos);
   auto after = wait_for_pool([](const json& p) { return p["completed"] >= 1; });
   BOOST_TEST(after["completed"] == 1);
+}
+
+BOOST_AUTO_TEST_CASE(status_says_what_the_daemon_is_doing_in_numbers) {
+  start();
+  wait_for_pool([](const json& p) { return p["idle"] == 2; });
+  BOOST_TEST(exec({{"code", "print(1)"}}).status == 200u);
+  auto running = std::async(std::launch::async, [this] {
+    return exec({{"code", "import time; time.sleep(120)"}, {"id", "slow"}});
+  });
+  wait_for_pool([](const json& p) { return p["busy"] == 1; });
+  // The finished exec reaches telemetry on its own time: wait for it.
+  auto r = wait_until("/v1/status", [](const http_reply& x) {
+    return x.status == 200 && x.json()["summary"]["execs"]["total"] == 1;
+  });
+  auto j = r.json();
+  BOOST_TEST(j["v"] == 1);
+  BOOST_TEST(j["version"] == std::string(castellan_version()));
+  BOOST_TEST(!castellan_version().empty());
+  BOOST_TEST(j["draining"] == false);
+  BOOST_TEST(j["uptime_ms"].is_number_unsigned());
+  BOOST_TEST(j["in_flight"] == 1);
+  BOOST_TEST(j["connections"].get<uint64_t>() >= 2u); // this client and the running exec's
+  BOOST_REQUIRE(j["pools"].size() == 1u);
+  BOOST_TEST(j["pools"][0]["name"] == "default");
+  BOOST_TEST(j["pools"][0]["busy"] == 1);
+  const auto& sum = j["summary"];
+  BOOST_TEST(sum["execs"]["by_class"]["ok"] == 1);
+  BOOST_TEST(sum["latency_us"]["run"]["p50"].get<uint64_t>() > 0u);
+  BOOST_TEST(sum["workers"]["spawned"].get<uint64_t>() >= 2u);
+  for (const char* key : {"syscalls", "audit"})
+    BOOST_TEST(sum.contains(key), key);
+  // Every figure is a number, no text.
+  BOOST_TEST(sum["execs"]["per_second"].is_number());
+  BOOST_TEST(sum["syscalls"]["latency_us"]["p99"].is_number());
+
+  http_client c(socket_path);
+  BOOST_TEST(c.request("DELETE", "/v1/execs/slow").status == 202u);
+  BOOST_TEST(running.get().json()["error_class"] == "cancelled");
+  api->begin_drain();
+  auto drained = c.get("/v1/status").json();
+  BOOST_TEST(drained["draining"] == true);
+  BOOST_TEST(drained["in_flight"] == 0);
+  BOOST_TEST(c.request("POST", "/v1/status", "{}").status == 405u);
 }
 
 BOOST_AUTO_TEST_CASE(eight_concurrent_requests_on_two_workers_are_all_answered) {

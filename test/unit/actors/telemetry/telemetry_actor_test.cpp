@@ -88,6 +88,27 @@ BOOST_FIXTURE_TEST_CASE(observations_become_metrics_and_a_summary, telemetry_fix
       summary.find("pool      default: 4 workers (3 idle, 1 busy, 0 starting), queue 0/16") !=
           std::string::npos,
       summary);
+  bool got = false;
+  self->request(tel, 10s, summary_data_atom::value)
+      .receive(
+          [&](const telemetry_summary& s) {
+            got = true;
+            BOOST_TEST(s.execs == 10u);
+            BOOST_TEST(s.execs_by_class.at("oom") == 1u);
+            BOOST_TEST(s.workers_spawned == 4u);
+            BOOST_TEST(s.syscalls_mediated == 1u);
+          },
+          [&](const caf::error& err) { BOOST_FAIL(caf::to_string(err)); });
+  BOOST_TEST(got);
+  // It crosses nodes like every message.
+  telemetry_summary t;
+  t.execs = 3;
+  t.execs_by_class = {{"ok", 3}};
+  t.run.p99_us = 7;
+  auto back = round_trip(sys, t);
+  BOOST_TEST(back.execs == 3u);
+  BOOST_TEST(back.execs_by_class.at("ok") == 3u);
+  BOOST_TEST(back.run.p99_us == 7u);
 }
 
 BOOST_FIXTURE_TEST_CASE(observations_survive_binary_serialization, telemetry_fixture) {

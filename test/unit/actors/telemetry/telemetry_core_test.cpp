@@ -137,6 +137,31 @@ BOOST_AUTO_TEST_CASE(the_summary_is_a_few_lines_with_the_figures) {
   BOOST_TEST(empty.summary(0).find("execs     0, 0.0/s") == 0u);
 }
 
+BOOST_AUTO_TEST_CASE(the_summary_figures_are_numbers_too) {
+  telemetry_core core;
+  test::feed(core, 10000);
+  const telemetry_summary s = core.summarize(12000);
+  BOOST_TEST(s.execs == 100u);
+  BOOST_TEST((s.execs_by_class == std::map<std::string, uint64_t>{
+                                      {"busy", 2}, {"ok", 90}, {"timeout", 8}}));
+  BOOST_TEST(s.execs_per_second == 50.0);
+  BOOST_TEST(s.run.p50_us == 32768u);
+  BOOST_TEST(s.run.p90_us == 131072u);
+  BOOST_TEST(s.queue.p50_us == 256u);
+  BOOST_TEST(s.workers_spawned == 3u);
+  BOOST_TEST(s.workers_killed == 1u);
+  BOOST_TEST(s.workers_recycled == 2u);
+  BOOST_TEST(s.syscalls_mediated == 50u);
+  BOOST_TEST(s.syscalls_per_second == 25.0);
+  BOOST_TEST(s.syscall_latency.p50_us == 32u);
+  BOOST_TEST(s.audit_records == 0u);
+  // The text is made of the same figures.
+  BOOST_TEST(core.summary(12000).find("execs     100 (busy 2, ok 90, timeout 8), 50.0/s\n") == 0u);
+  const telemetry_summary empty = telemetry_core{}.summarize(0);
+  BOOST_TEST(empty.execs == 0u);
+  BOOST_TEST(empty.execs_by_class.empty());
+}
+
 BOOST_AUTO_TEST_CASE(rates_cover_the_last_ten_seconds) {
   rate_meter m;
   BOOST_TEST(m.per_second(0) == 0.0);
