@@ -115,6 +115,43 @@ std::vector<policy::policy_error> check_ceiling(const policy::policy_document& d
 
 } // namespace
 
+std::string client_policy_dir(const std::string& policy_dir) {
+  if (!policy_dir.empty())
+    return policy_dir;
+  if (auto layout = platform::find_install_layout(); layout)
+    return layout->policies_dir;
+  return {};
+}
+
+std::vector<policy::policy_error> extends_by_path(const policy::policy_document& doc,
+                                                  std::string_view file) {
+  std::vector<policy::policy_error> errors;
+  for (std::size_t i = 0; i < doc.extends.size(); ++i)
+    if (policy::is_extends_path(doc.extends[i]))
+      errors.push_back({std::string(file), "/extends/" + std::to_string(i),
+                        json_quoted(doc.extends[i]),
+                        "a client's policy extends policies of the supervisor's policy "
+                        "directory by name only (extends)"});
+  return errors;
+}
+
+policy::validated<policy::policy_document>
+resolve_client_policy(const policy::policy_document& doc, std::string_view file,
+                      const std::string& policy_dir, std::vector<std::string>* files_read) {
+  // Only names of the policy directory: a path would let a client make the
+  // supervisor read any file it can (and echo parts of it in errors).
+  auto errors = extends_by_path(doc, file);
+  if (!errors.empty())
+    return errors;
+  const std::string dir = client_policy_dir(policy_dir);
+  if (dir.empty() && !doc.extends.empty())
+    // Names would resolve in the daemon's working directory.
+    return policy::policy_error{std::string(file), "/extends/0", json_quoted(doc.extends[0]),
+                                "the supervisor has no policy directory to resolve names in "
+                                "(extends)"};
+  return policy::resolve_extends(doc, dir, dir, files_read);
+}
+
 pool_config policy_pool_template(const pool_config& default_pool, const policy_pool_config& cfg) {
   // A request policy's pool runs under that policy alone.
   pool_config t = pool_without_policy(default_pool);
@@ -129,23 +166,10 @@ outcome<request_policy> resolve_request_policy(std::string_view text, const pool
   auto doc = policy::parse_policy(text, request_file);
   if (!doc)
     return doc.to_failure();
-  // Only names of the policy directory: a path would let a client make the
-  // supervisor read any file it can (and echo parts of it in errors).
-  std::vector<policy::policy_error> errors;
-  for (std::size_t i = 0; i < doc->extends.size(); ++i)
-    if (policy::is_extends_path(doc->extends[i]))
-      errors.push_back({request_file, "/extends/" + std::to_string(i), json_quoted(doc->extends[i]),
-                        "a request policy extends policies of the supervisor's policy "
-                        "directory by name only (extends)"});
-  if (!errors.empty())
-    return to_failure(errors);
-  std::string dir = cfg.policy_dir;
-  if (dir.empty())
-    if (auto layout = platform::find_install_layout(); layout)
-      dir = layout->policies_dir;
-  auto merged = policy::resolve_extends(*doc, dir, dir, files_read);
+  auto merged = resolve_client_policy(*doc, request_file, cfg.policy_dir, files_read);
   if (!merged)
     return merged.to_failure();
+  std::vector<policy::policy_error> errors;
 
   request_policy out;
   out.hash = sha256_hex(policy::canonical_text(*merged));

@@ -16,6 +16,8 @@
 #include <string_view>
 #include <vector>
 
+#include "actors/policy/engine/policy_document.hpp"
+#include "actors/policy/engine/policy_error.hpp"
 #include "actors/pool/pool_actor.hpp"
 #include "ipc/outcome.hpp"
 
@@ -72,6 +74,25 @@ struct request_policy {
   /// Routes already decided, by configured pool name.
   std::map<std::string, policy_route> routes;
 };
+
+/// The directory where a client's policy's `extends` names resolve:
+/// `policy_dir`, or the install layout's policies/ when that is empty.
+std::string client_policy_dir(const std::string& policy_dir);
+
+/// A client's policy (`file` names it in errors) with its `extends`
+/// resolved in `policy_dir` (client_policy_dir) and merged under it. An
+/// entry that is a path, not a name, is refused (at `/extends/<i>`) before
+/// anything is read: nothing on the supervisor's host is read on a client's
+/// say-so beyond that directory. `files_read` receives the policy files
+/// its `extends` read.
+policy::validated<policy::policy_document>
+resolve_client_policy(const policy::policy_document& doc, std::string_view file,
+                      const std::string& policy_dir, std::vector<std::string>* files_read = nullptr);
+
+/// The `extends` entries of `doc` that are paths rather than names of the
+/// policy directory, as errors at `/extends/<i>` of `file`.
+std::vector<policy::policy_error> extends_by_path(const policy::policy_document& doc,
+                                                  std::string_view file);
 
 /// Parses `text`, resolves its `extends` (names of `cfg.policy_dir` only:
 /// nothing on the supervisor's host is read on a client's say-so beyond

@@ -21,13 +21,8 @@
 #include "actors/policy/engine/policy_directory.hpp"
 #include "actors/policy/engine/policy_loader.hpp"
 #include "actors/policy/engine/policy_parser.hpp"
+#include "actors/pool/policy_explainer.hpp"
 #include "apps/castellan/cli_context.hpp"
-#include "actors/pool/pool_actor.hpp"
-#include "actors/pool/sandbox_fs_rights.hpp"
-#include "actors/pool/sandbox_net_rights.hpp"
-#include "platform/linux/host_permissions.hpp"
-#include "actors/pool/pool_policy.hpp"
-#include "actors/pool/sandbox_profile.hpp"
 #include "platform/install_layout.hpp"
 
 namespace castellan::cli {
@@ -65,25 +60,6 @@ pol::validated<pol::policy_document> load(const std::string& argument, const std
     if (auto layout = platform::find_install_layout())
       file = platform::resolve_policy_argument(*layout, argument);
   return pol::load_policy(file, dir.empty() ? pol::parent_directory(file) : dir);
-}
-
-// The sandbox a pool builds from `doc` (none when the policy runs without one).
-// A supervisor's pools always have the egress proxy, so a policy that allows
-// network gets the relay.
-std::optional<platform::sandbox_spec> sandbox_of(const pol::policy_document& doc) {
-  pool_config pc;
-  if (auto layout = platform::find_install_layout())
-    pc.harness = layout->harness;
-  else
-    pc.harness = std::string(sandbox_harness_dir) + "/castellan_harness.py";
-  if (!apply_policy(doc, pc) || pc.isolation != platform::isolation_mode::namespaces)
-    return std::nullopt;
-  auto spec = make_sandbox_spec(pc.sandbox, pc.harness);
-  if (!spec)
-    return std::nullopt;
-  if (pc.egress_policy && pc.egress_port != 0)
-    add_egress_relay(*spec, pc.egress_port);
-  return std::move(*spec);
 }
 
 // -- check -----------------------------------------------------------------------
@@ -135,10 +111,7 @@ void run_check(const policy_args& a, cli_context& ctx) {
     if (doc) {
       // Valid; but a bind it makes writable may still be one the host's
       // owner and mode bits keep the sandbox's code from writing.
-      std::vector<std::string> warnings;
-      if (auto sandbox = sandbox_of(*doc))
-        if (auto ids = platform::default_sandbox_host_ids())
-          warnings = platform::unwritable_binds(sandbox->root, *ids);
+      const std::vector<std::string> warnings = policy_warnings(*doc);
       std::cout << f << ": ok";
       if (!warnings.empty())
         std::cout << ", " << warnings.size() << (warnings.size() == 1 ? " warning" : " warnings");
@@ -179,109 +152,6 @@ void run_merge(const policy_args& a, cli_context& ctx) {
 
 // -- explain ---------------------------------------------------------------------
 
-// "PERM[,PERM…]:PATH"
-bool parse_fs_query(const std::string& q, pol::fs_access& mask, std::string& path) {
-  const auto colon = q.find(':');
-  if (colon == std::string::npos)
-    return false;
-  mask = 0;
-  std::string perms = q.substr(0, colon);
-  size_t start = 0;
-  while (start <= perms.size()) {
-    auto comma = perms.find(',', start);
-    if (comma == std::string::npos)
-      comma = perms.size();
-    auto m = pol::parse_fs_perm(perms.substr(start, comma - start));
-    if (!m)
-      return false;
-    mask |= *m;
-    start = comma + 1;
-  }
-  path = q.substr(colon + 1);
-  return !path.empty();
-}
-
-// "[CALL:]PROTO:ADDR:PORT[:HOST]", with "[v6]" for IPv6 addresses; CALL is
-// connect, bind or relay (default: reach).
-bool parse_net_query(const std::string& q, net_call& call, pol::net_proto& proto,
-                     pol::ip_address& addr, uint16_t& port, std::string& host) {
-  std::size_t start = 0;
-  call = net_call::reach;
-  for (net_call c : {net_call::connect, net_call::bind, net_call::relay}) {
-    const std::string prefix = std::string(to_string(c)) + ":";
-    if (q.compare(0, prefix.size(), prefix) == 0) {
-      call = c;
-      start = prefix.size();
-    }
-  }
-  const auto c1 = q.find(':', start);
-  if (c1 == std::string::npos)
-    return false;
-  auto p = pol::parse_net_proto(q.substr(start, c1 - start));
-  if (!p)
-    return false;
-  proto = *p;
-  std::string rest = q.substr(c1 + 1);
-  std::string addr_text;
-  if (!rest.empty() && rest.front() == '[') {
-    const auto close = rest.find(']');
-    if (close == std::string::npos || close + 1 >= rest.size() || rest[close + 1] != ':')
-      return false;
-    addr_text = rest.substr(1, close - 1);
-    rest = rest.substr(close + 2);
-  } else {
-    const auto c2 = rest.find(':');
-    if (c2 == std::string::npos)
-      return false;
-    addr_text = rest.substr(0, c2);
-    rest = rest.substr(c2 + 1);
-  }
-  auto a = pol::parse_ip(addr_text);
-  if (!a)
-    return false;
-  addr = *a;
-  const auto c3 = rest.find(':');
-  const std::string port_text = rest.substr(0, c3);
-  host = c3 == std::string::npos ? std::string{} : rest.substr(c3 + 1);
-  if (port_text.empty() || port_text.size() > 5)
-    return false;
-  unsigned long value = 0;
-  for (char c : port_text) {
-    if (c < '0' || c > '9')
-      return false;
-    value = value * 10 + static_cast<unsigned long>(c - '0');
-  }
-  if (value > 65535)
-    return false;
-  port = static_cast<uint16_t>(value);
-  return true;
-}
-
-// "PATH" or "PATH:SHA256" (64 hex digits after the last colon).
-void parse_exec_query(const std::string& q, std::string& path, std::string& sha) {
-  const auto colon = q.rfind(':');
-  if (colon != std::string::npos && q.size() - colon - 1 == 64) {
-    path = q.substr(0, colon);
-    sha = q.substr(colon + 1);
-    return;
-  }
-  path = q;
-  sha.clear();
-}
-
-std::string origin_of(const pol::policy_document& doc, const pol::decision& d) {
-  if (d.source != pol::decision_source::rule || d.index < 0)
-    return {};
-  const auto i = static_cast<size_t>(d.index);
-  if (d.pointer.rfind("/fs/", 0) == 0 && i < doc.fs_rules.size())
-    return doc.fs_rules[i].origin;
-  if (d.pointer.rfind("/net/", 0) == 0 && i < doc.net_rules.size())
-    return doc.net_rules[i].origin;
-  if (d.pointer.rfind("/exec/", 0) == 0 && i < doc.exec_rules.size())
-    return doc.exec_rules[i].origin;
-  return {};
-}
-
 void run_explain(const policy_args& a, const CLI::App& sub, cli_context& ctx) {
   if (a.files.size() != 1) {
     std::cerr << "policy explain: exactly one FILE\n";
@@ -294,82 +164,37 @@ void run_explain(const policy_args& a, const CLI::App& sub, cli_context& ctx) {
     ctx.exit_code = 1;
     return;
   }
-  auto policy =
-      pol::compiled_policy::compile(std::move(*doc), pol::policy_name_of(a.files.front()));
-  // fs and net queries are answered for the sandbox a pool builds from this
-  // policy: the same Landlock rules, mediation and relay its workers get
-  // (sandbox_fs_rights.hpp, sandbox_net_rights.hpp).
-  const std::optional<platform::sandbox_spec> sandbox = sandbox_of(policy->document());
+  const policy_explainer explainer(
+      pol::compiled_policy::compile(std::move(*doc), pol::policy_name_of(a.files.front())));
   // Answer in command-line order: walk the options as CLI11 parsed them.
   size_t next_fs = 0;
   size_t next_net = 0;
   size_t next_exec = 0;
   for (const CLI::Option* opt : sub.parse_order()) {
-    std::string kind;
+    explain_kind kind;
     std::string q;
-    pol::decision d;
     if (opt->get_name() == "--fs" && next_fs < a.fs_queries.size()) {
+      kind = explain_kind::fs;
       q = a.fs_queries[next_fs++];
-      kind = "fs";
-      pol::fs_access mask = 0;
-      std::string path;
-      if (!parse_fs_query(q, mask, path)) {
-        std::cerr << "policy explain: --fs wants PERM[,PERM…]:PATH, got '" << q
-                  << "' (permissions: " << pol::fs_perm_vocabulary() << ")\n";
-        ctx.exit_code = usage_exit_code;
-        return;
-      }
-      d = policy->check_fs(path, mask);
-      if (sandbox) {
-        const sandbox_decision sd = decide_in_sandbox(*sandbox, *policy, path, mask);
-        if (sd.by != d.pointer) {
-          // The sandbox decides otherwise than the policy alone would.
-          std::cout << pol::to_string(sd.verdict) << ' ' << kind << ' ' << q << " by " << sd.by
-                    << '\n';
-          continue;
-        }
-      }
     } else if (opt->get_name() == "--net" && next_net < a.net_queries.size()) {
+      kind = explain_kind::net;
       q = a.net_queries[next_net++];
-      kind = "net";
-      net_call call = net_call::reach;
-      pol::net_proto proto = pol::net_proto::tcp;
-      pol::ip_address addr;
-      uint16_t port = 0;
-      std::string host;
-      if (!parse_net_query(q, call, proto, addr, port, host)) {
-        std::cerr << "policy explain: --net wants [connect:|bind:|relay:]PROTO:ADDR:PORT[:HOST] "
-                     "(IPv6 as [ADDR]), got '"
-                  << q << "'\n";
-        ctx.exit_code = usage_exit_code;
-        return;
-      }
-      d = policy->check_net(proto, addr, port, host);
-      if (sandbox) {
-        const sandbox_net_decision sd =
-          decide_net_in_sandbox(*sandbox, *policy, call, proto, addr, port, host);
-        if (sd.by != d.pointer || sd.verdict != d.verdict) {
-          std::cout << pol::to_string(sd.verdict) << ' ' << kind << ' ' << q << " by " << sd.by
-                    << '\n';
-          continue;
-        }
-      }
     } else if (opt->get_name() == "--exec" && next_exec < a.exec_queries.size()) {
+      kind = explain_kind::exec;
       q = a.exec_queries[next_exec++];
-      kind = "exec";
-      std::string path;
-      std::string sha;
-      parse_exec_query(q, path, sha);
-      d = policy->check_exec(path, sha);
     } else {
       continue;
     }
-    std::cout << pol::to_string(d.verdict) << ' ' << kind << ' ' << q << " by " << d.pointer;
-    if (a.verbose) {
-      const std::string origin = origin_of(policy->document(), d);
-      if (!origin.empty())
-        std::cout << " (" << origin << ")";
+    auto e = explainer.explain(kind, q);
+    if (!e) {
+      std::cerr << "policy explain: --" << to_string(kind) << ' ' << e.error().describe() << '\n';
+      ctx.exit_code = usage_exit_code;
+      return;
     }
+    std::cout << pol::to_string(e->verdict) << ' ' << to_string(kind) << ' ' << q << " by "
+              << e->by;
+    if (a.verbose && !e->origin.empty())
+      std::cout << " (" << e->origin << ")";
     std::cout << '\n';
   }
 }
