@@ -6,6 +6,7 @@
 
 #include "actors/api/api_error.hpp"
 #include "actors/api/api_json.hpp"
+#include "actors/api/policy_routes.hpp"
 #include "actors/errors.hpp"
 
 namespace castellan::api {
@@ -139,7 +140,20 @@ caf::behavior api_behavior(caf::event_based_actor* self, supervisor_actor superv
   };
 }
 
+void policy_job(caf::event_based_actor* self, std::shared_ptr<api_responder> responder,
+                uint64_t request_id, bool explain, std::string body, std::string policy_dir) {
+  responder->complete(request_id, explain ? explain_policy_request(body, policy_dir)
+                                          : check_policy_request(body, policy_dir));
+  self->quit();
+}
+
 } // namespace
+
+void spawn_policy_job(caf::actor_system& sys, std::shared_ptr<api_responder> responder,
+                      uint64_t request_id, bool explain, std::string body, std::string policy_dir) {
+  sys.spawn(policy_job, std::move(responder), request_id, explain, std::move(body),
+            std::move(policy_dir));
+}
 
 caf::actor spawn_api_actor(caf::actor_system& sys, supervisor_actor supervisor,
                            std::shared_ptr<api_responder> responder) {

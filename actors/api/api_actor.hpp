@@ -20,6 +20,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <string>
 
 #include <caf/actor.hpp>
 #include <caf/actor_system.hpp>
@@ -39,5 +40,12 @@ public:
 
 caf::actor spawn_api_actor(caf::actor_system& sys, supervisor_actor supervisor,
                            std::shared_ptr<api_responder> responder);
+
+/// The policy routes' work (policy_routes.hpp) on an actor of its own, which
+/// answers `request_id` through `responder` and quits: CPU-bound and
+/// reading the policy directory, it belongs on neither the I/O thread nor
+/// the api actor, whose results it would hold up.
+void spawn_policy_job(caf::actor_system& sys, std::shared_ptr<api_responder> responder,
+                      uint64_t request_id, bool explain, std::string body, std::string policy_dir);
 
 } // namespace castellan::api

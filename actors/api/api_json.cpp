@@ -61,7 +61,38 @@ std::string api_error::body() const {
   return error_body(code, message, field);
 }
 
-std::variant<exec_body, api_error> parse_exec_body(std::string_view body, bool command) {
+bool nests_deeper_than(std::string_view text, std::size_t max_depth) {
+  std::size_t depth = 0;
+  bool in_string = false;
+  bool escaped = false;
+  for (char c : text) {
+    if (in_string) {
+      if (escaped)
+        escaped = false;
+      else if (c == '\\')
+        escaped = true;
+      else if (c == '"')
+        in_string = false;
+      continue;
+    }
+    if (c == '"') {
+      in_string = true;
+    } else if (c == '[' || c == '{') {
+      if (++depth > max_depth)
+        return true;
+    } else if ((c == ']' || c == '}') && depth > 0) {
+      --depth;
+    }
+  }
+  return false;
+}
+
+std::variant<json, api_error> parse_body_object(std::string_view body) {
+  if (nests_deeper_than(body, max_body_depth))
+    return api_error{400, "bad_json",
+                     "the body nests arrays and objects deeper than " +
+                         std::to_string(max_body_depth) + " levels",
+                     ""};
   json doc;
   try {
     doc = json::parse(body.begin(), body.end());
@@ -75,6 +106,16 @@ std::variant<exec_body, api_error> parse_exec_body(std::string_view body, bool c
   if (!doc.is_object())
     return api_error{400, "bad_json", "the body is a JSON " + type_name(doc) + ", not an object",
                      ""};
+  return doc;
+}
+
+std::variant<exec_body, api_error> parse_exec_body(std::string_view body, bool command) {
+  // A policy nested a million levels deep would overflow the stack of the
+  // recursive dump below: the depth is checked before anything is parsed.
+  auto parsed = parse_body_object(body);
+  if (auto* err = std::get_if<api_error>(&parsed))
+    return std::move(*err);
+  const json& doc = std::get<json>(parsed);
   exec_body out;
   exec_request& req = out.request;
   bool has_main = false;

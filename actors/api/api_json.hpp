@@ -12,6 +12,8 @@
 #include <variant>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "actors/cancel_messages.hpp"
 #include "actors/exec_messages.hpp"
 #include "actors/telemetry/telemetry_messages.hpp"
@@ -28,6 +30,19 @@ struct api_error {
 
   std::string body() const;
 };
+
+/// The deepest nesting of arrays and objects a request body may have: a
+/// policy is a few levels deep, and deeper JSON would only cost the
+/// recursive code behind the parser (schema validation, dumping) stack.
+inline constexpr std::size_t max_body_depth = 64;
+
+/// True when `text` nests arrays and objects deeper than `max_depth`
+/// (brackets inside strings do not count). Linear, no recursion.
+bool nests_deeper_than(std::string_view text, std::size_t max_depth);
+
+/// The body as a JSON object, or the 400 `bad_json` error saying why not
+/// (not JSON, not an object, nested deeper than max_body_depth).
+std::variant<nlohmann::json, api_error> parse_body_object(std::string_view body);
 
 /// The longest id a client may give its exec.
 inline constexpr std::size_t max_exec_id_chars = 64;

@@ -68,6 +68,15 @@ bool loopback_host(std::string_view host) {
                      [](char c) { return (c >= '0' && c <= '9') || c == '.'; });
 }
 
+/// A POST whose body is not JSON. Refusing other media types keeps a web
+/// page from posting to a loopback listener: a browser sends
+/// application/json only after a CORS preflight, which this server never
+/// grants.
+http_response unsupported_media_type(const http_request& req) {
+  return error_response(415, "unsupported_media_type",
+                        "Content-Type must be application/json, not '" + req.content_type + "'");
+}
+
 /// An exec the API admitted and has not answered yet.
 struct in_flight_exec {
   uint64_t exec_id = 0; ///< the API's number for it, never reused by this daemon
@@ -113,6 +122,9 @@ uint64_t decimal_exec_id(std::string_view text) {
 } // namespace
 
 struct api_service::state final : api_responder {
+  caf::actor_system* sys = nullptr;
+  std::weak_ptr<state> self; ///< this, for the policy jobs that answer through it
+  std::string policy_dir;
   caf::actor actor;
   const std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();
   http_server* srv = nullptr;          ///< the server, for its own I/O thread
@@ -203,6 +215,15 @@ struct api_service::state final : api_responder {
                path.find('/', execs_prefix.size()) == std::string_view::npos) {
       if (allow("DELETE"))
         cancel_exec(req, who, path.substr(execs_prefix.size()));
+    } else if (path == "/v1/policies/check" || path == "/v1/policies/explain") {
+      if (allow("POST")) {
+        if (!is_json_media_type(req.content_type)) {
+          srv->respond(req.id, unsupported_media_type(req));
+          return;
+        }
+        spawn_policy_job(*sys, self.lock(), req.id, path == "/v1/policies/explain",
+                         std::move(req.body), policy_dir);
+      }
     } else if (path == "/v1/pools") {
       if (allow("GET"))
         caf::anon_send(actor, status_atom::value, req.id);
@@ -238,19 +259,15 @@ struct api_service::state final : api_responder {
       srv->respond(req.id, error_response(404, "not_found",
                                           "no route " + std::string(path) +
                                               " (POST /v1/exec, POST /v1/run, "
-                                              "DELETE /v1/execs/{id}, GET /v1/status, "
+                                              "DELETE /v1/execs/{id}, POST /v1/policies/check, "
+                                              "POST /v1/policies/explain, GET /v1/status, "
                                               "GET /v1/pools, GET /v1/health, GET /metrics)"));
     }
   }
 
   void admit_exec(http_request req, bool command, const caller& who) {
-    // Refusing other media types keeps a web page from posting to a
-    // loopback listener: a browser sends application/json only after a
-    // CORS preflight, which this server never grants.
     if (!is_json_media_type(req.content_type)) {
-      srv->respond(req.id, error_response(415, "unsupported_media_type",
-                                          "Content-Type must be application/json, not '" +
-                                              req.content_type + "'"));
+      srv->respond(req.id, unsupported_media_type(req));
       return;
     }
     auto parsed = parse_exec_body(req.body, command);
@@ -364,6 +381,9 @@ api_service::start(caf::actor_system& sys, supervisor_actor supervisor, api_opti
   st->default_pool = opts.default_pool;
   if (opts.tokens)
     st->access = access_control(std::move(*opts.tokens));
+  st->sys = &sys;
+  st->self = st;
+  st->policy_dir = std::move(opts.policy_dir);
   st->actor = spawn_api_actor(sys, std::move(supervisor), st);
   state* raw = st.get();
   http_server::callbacks cb;

@@ -36,6 +36,9 @@ struct api_options {
   /// The pool a request that names none runs on (the config's first): a
   /// token's allowlist is checked against it.
   std::string default_pool = "default";
+  /// Where `POST /v1/policies/…` resolve policy names (`name`, `extends`):
+  /// the daemon's policy directory; empty: the install layout's policies/.
+  std::string policy_dir;
 };
 
 class api_service {

@@ -199,6 +199,7 @@ int run_serve(const serve_options& o) {
     }
     api_opts.listen.push_back(*addr);
   }
+  api_opts.policy_dir = sc.policy_pools.policy_dir;
   api_opts.limits.body_bytes = o.max_body_bytes;
   api_opts.limits.max_connections = o.max_connections;
 

@@ -259,6 +259,63 @@ BOOST_AUTO_TEST_CASE(deeply_nested_json_is_refused_without_harm) {
   BOOST_TEST(c.get("/v1/health").status == 200u);
 }
 
+BOOST_AUTO_TEST_CASE(a_deeply_nested_request_policy_is_refused_without_harm) {
+  start();
+  http_client c(socket_path);
+  // Dumping this policy for the supervisor recursed once per level: a
+  // million levels overflowed the daemon's stack.
+  const std::size_t depth = 1000000;
+  const std::string body = R"({"code":"1","policy":{"a":)" + std::string(depth, '[') +
+                           std::string(depth, ']') + "}}";
+  for (const char* route : {"/v1/exec", "/v1/policies/check", "/v1/policies/explain"}) {
+    auto r = c.request("POST", route, route == std::string("/v1/exec") ? body
+                                      : R"({"policy":{"a":)" + std::string(depth, '[') +
+                                            std::string(depth, ']') + "}}");
+    BOOST_TEST(r.status == 400u, route);
+    BOOST_TEST(r.error_code() == "bad_json", route);
+  }
+  BOOST_TEST(c.get("/v1/health").status == 200u);
+}
+
+BOOST_AUTO_TEST_CASE(policies_are_checked_and_explained_over_http) {
+  start();
+  http_client c(socket_path);
+  auto ok = c.post("/v1/policies/check", {{"policy", {{"version", 1}, {"extends", {"strict"}}}}});
+  BOOST_REQUIRE_MESSAGE(ok.status == 200u, ok.body);
+  BOOST_TEST(ok.json()["valid"] == true);
+  auto bad = c.post("/v1/policies/check", {{"policy", {{"version", "one"}}}});
+  BOOST_TEST(bad.status == 200u);
+  BOOST_TEST(bad.json()["valid"] == false);
+  BOOST_TEST(bad.json()["errors"][0]["pointer"] == "/version");
+  auto path = c.post("/v1/policies/check",
+                     {{"policy", {{"version", 1}, {"extends", {"/etc/passwd"}}}}});
+  BOOST_TEST(path.status == 400u);
+  BOOST_TEST(path.json()["error"]["field"] == "/policy/extends/0");
+  auto e = c.post("/v1/policies/explain", {{"name", "strict"}, {"exec", "/usr/bin/id"}});
+  BOOST_REQUIRE_MESSAGE(e.status == 200u, e.body);
+  BOOST_TEST(e.json()["decisions"][0]["decision"] == "deny");
+  auto unknown = c.post("/v1/policies/explain", {{"name", "nope"}, {"exec", "/usr/bin/id"}});
+  BOOST_TEST(unknown.status == 404u);
+  BOOST_TEST(unknown.error_code() == "unknown_policy");
+  auto media = c.request("POST", "/v1/policies/check", R"({"policy":{}})", "text/plain");
+  BOOST_TEST(media.status == 415u);
+  BOOST_TEST(c.get("/v1/policies/check").status == 405u);
+  // Many at once are all answered, each on its own.
+  std::vector<std::future<http_reply>> replies;
+  for (int i = 0; i < 16; ++i)
+    replies.push_back(std::async(std::launch::async, [this, i] {
+      http_client h(socket_path);
+      return h.post("/v1/policies/explain",
+                    {{"name", "strict"}, {"fs", "read_file:/tmp/" + std::to_string(i)}});
+    }));
+  for (int i = 0; i < 16; ++i) {
+    auto r = replies[static_cast<std::size_t>(i)].get();
+    BOOST_REQUIRE(r.status == 200u);
+    BOOST_TEST(r.json()["decisions"][0]["query"] == "read_file:/tmp/" + std::to_string(i));
+  }
+  BOOST_TEST(c.get("/v1/health").status == 200u);
+}
+
 BOOST_AUTO_TEST_CASE(pools_and_metrics) {
   start();
   auto pool = wait_for_pool([](const json& p) { return p["idle"] == 2; });
