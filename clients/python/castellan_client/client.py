@@ -152,6 +152,50 @@ class Client:
         ``completed``, ``lost``."""
         return list(self._json("GET", "/v1/pools", None).get("pools", []))
 
+    def status(self) -> Dict[str, Any]:
+        """The daemon at a glance (``GET /v1/status``): ``version``,
+        ``draining``, ``uptime_ms``, ``in_flight``, ``connections``,
+        ``pools`` (as ``pools()``) and ``summary``, the telemetry summary's
+        figures."""
+        return self._json("GET", "/v1/status", None)
+
+    def check_policy(self, policy: Mapping[str, Any]) -> Dict[str, Any]:
+        """Validates a policy document as ``castellan policy check`` does
+        (``POST /v1/policies/check``).
+
+        Returns ``{"valid": True}`` (with ``warnings``, a list of strings,
+        when there are some) or ``{"valid": False, "errors": [...]}``, each
+        error with the JSON ``pointer`` into the policy, the ``message``,
+        and the ``value`` and ``file`` when known. An ``extends`` entry that
+        is a path raises CastellanError ``invalid_field``.
+        """
+        return self._json("POST", "/v1/policies/check", {"policy": dict(policy)})
+
+    def explain_policy(self, policy: Optional[Mapping[str, Any]] = None, *,
+                       name: Optional[str] = None,
+                       fs: Union[str, Sequence[str], None] = None,
+                       net: Union[str, Sequence[str], None] = None,
+                       exec: Union[str, Sequence[str], None] = None) -> Dict[str, Any]:
+        """Decides queries against a policy as ``castellan policy explain``
+        does (``POST /v1/policies/explain``).
+
+        Give the policy as a document (``policy``) or by the ``name`` of a
+        policy of the daemon's policy directory, and at least one query:
+        ``fs`` (``"read_file:/etc/passwd"``), ``net``
+        (``"connect:tcp:1.2.3.4:443"``) or ``exec`` (``"/usr/bin/id"``), each
+        a string or a list of strings. Returns the answer: ``policy`` and
+        ``decisions``, one per query (fs, then net, then exec), each with
+        ``kind``, ``query``, ``decision``, ``by``, ``why`` and, when known,
+        ``rule`` and ``origin``.
+        """
+        if (policy is None) == (name is None):
+            raise ValueError("give either policy or name")
+        body: Dict[str, Any] = {"policy": dict(policy)} if policy is not None else {"name": name}
+        for key, value in (("fs", fs), ("net", net), ("exec", exec)):
+            if value is not None:
+                body[key] = value if isinstance(value, str) else list(value)
+        return self._json("POST", "/v1/policies/explain", body)
+
     def health(self) -> str:
         """``"ok"``, or ``"draining"`` once the daemon is shutting down."""
         return self._json("GET", "/v1/health", None)["status"]

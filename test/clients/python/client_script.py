@@ -244,6 +244,51 @@ class Daemon(unittest.TestCase):
                          r'(?m)^castellan_execs_total\{error_class="ok",pool="default"\} [1-9]')
 
 
+class Policies(unittest.TestCase):
+    def setUp(self):
+        self.c = Client("unix:" + SOCKET)
+
+    def test_status(self):
+        st = self.c.status()
+        self.assertFalse(st["draining"])
+        self.assertGreaterEqual(st["connections"], 1)
+        self.assertIsInstance(st["in_flight"], int)
+        self.assertEqual(sorted(p["name"] for p in st["pools"]), ["default", "tiny"])
+        self.assertIn("summary", st)
+        self.assertTrue(st["version"])
+
+    def test_check_policy(self):
+        ok = self.c.check_policy({"version": 1, "extends": ["default"]})
+        self.assertTrue(ok["valid"], ok)
+        bad = self.c.check_policy({"version": 1, "descripton": "typo",
+                                   "fs": {"rules": [{"action": "allow", "path": "srv",
+                                                     "perms": ["read_file"]}]}})
+        self.assertFalse(bad["valid"])
+        self.assertEqual([e["pointer"] for e in bad["errors"]], ["/descripton", "/fs/rules/0/path"])
+        with self.assertRaises(CastellanError) as e:
+            self.c.check_policy({"version": 1, "extends": ["../../etc/shadow"]})
+        self.assertEqual((e.exception.status, e.exception.code, e.exception.field),
+                         (400, "invalid_field", "/policy/extends/0"))
+
+    def test_explain_policy(self):
+        answer = self.c.explain_policy(
+            {"version": 1, "extends": ["default"],
+             "fs": {"rules": [{"action": "deny", "path": "/etc/passwd", "perms": ["read_file"]}]}},
+            fs=["read_file:/etc/passwd"], exec="/usr/bin/python3")
+        self.assertEqual([(d["kind"], d["query"], d["decision"]) for d in answer["decisions"]],
+                         [("fs", "read_file:/etc/passwd", "deny"),
+                          ("exec", "/usr/bin/python3", "allow")])
+        by_name = self.c.explain_policy(name="default", exec="/usr/bin/id")
+        self.assertEqual(by_name["policy"], "default")
+        self.assertEqual(by_name["decisions"][0]["decision"], "deny")
+        with self.assertRaises(CastellanError) as e:
+            self.c.explain_policy(name="no-such-policy", exec="/usr/bin/id")
+        self.assertEqual((e.exception.status, e.exception.code, e.exception.field),
+                         (404, "unknown_policy", "/name"))
+        with self.assertRaises(ValueError):
+            self.c.explain_policy(exec="/usr/bin/id")
+
+
 class Tcp(unittest.TestCase):
     def test_a_token_is_needed_and_sent(self):
         with Client(TCP, token=TOKEN) as c:
