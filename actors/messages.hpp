@@ -22,6 +22,7 @@
 #include "actors/telemetry/telemetry_messages.hpp"
 #include "actors/proxy/proxy_messages.hpp"
 #include "actors/mediation_messages.hpp"
+#include "actors/supervisor/pools_change.hpp"
 
 CAF_BEGIN_TYPE_ID_BLOCK(castellan, caf::first_custom_type_id)
 
@@ -119,5 +120,8 @@ CAF_BEGIN_TYPE_ID_BLOCK(castellan, caf::first_custom_type_id)
   CAF_ADD_TYPE_ID(castellan, (castellan::latency_quantiles))
   CAF_ADD_TYPE_ID(castellan, (castellan::telemetry_summary))
   CAF_ADD_ATOM(castellan, castellan, summary_data_atom, "sum_data")
+  // -- reconfiguring the pools (actors/supervisor) -------------------------------
+  CAF_ADD_ATOM(castellan, castellan, reconfigure_atom, "reconfig")
+  CAF_ADD_TYPE_ID(castellan, (castellan::pools_change))
 
 CAF_END_TYPE_ID_BLOCK(castellan)

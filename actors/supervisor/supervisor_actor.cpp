@@ -7,6 +7,7 @@
 #include <set>
 
 #include <caf/all.hpp>
+#include <caf/binary_serializer.hpp>
 #include <spdlog/spdlog.h>
 
 #include "actors/pool/policy_tightening.hpp"
@@ -32,6 +33,14 @@ struct pool_entry {
   /// Which start of the pool this is: an answer from an earlier one (a
   /// policy pool that crashed and was started again) is not counted here.
   uint64_t instance = 0;
+};
+
+/// A configured pool a reconfigure removed or replaced: it admits nothing
+/// new and is stopped once the execs routed to it are answered.
+struct retiring_pool {
+  std::string name;
+  pool_actor handle;
+  uint32_t in_flight = 0;
 };
 
 /// An exec routed and not yet answered.
@@ -64,6 +73,8 @@ struct supervisor_state {
   /// Recently answered exec ids (bounded), for "already finished" answers.
   std::set<uint64_t> finished;
   std::deque<uint64_t> finished_order;
+  /// Pools a reconfigure took out of `pools`, by pool_entry::instance.
+  std::map<uint64_t, retiring_pool> retiring;
   bool shutting_down = false;
 };
 
@@ -122,6 +133,14 @@ void on_down(supervisor_ptr self, const caf::down_msg& msg) {
     listen_to_pools(self, false);
   if (st.shutting_down)
     return;
+  for (auto it = st.retiring.begin(); it != st.retiring.end(); ++it)
+    if (it->second.handle.address() == msg.source) {
+      // Its execs in flight are answered with the error of the request.
+      spdlog::error("supervisor: retiring pool {} went down ({})", it->second.name,
+                    caf::to_string(msg.reason));
+      st.retiring.erase(it);
+      return;
+    }
   for (auto it = st.pools.begin(); it != st.pools.end(); ++it) {
     auto& [name, entry] = *it;
     if (entry.handle.address() != msg.source)
@@ -173,8 +192,21 @@ void stop_policy_pool(supervisor_ptr self, const std::string& name, const char* 
 void track(supervisor_ptr self, const std::string& name, uint64_t instance, int delta) {
   auto& st = self->state;
   auto it = st.pools.find(name);
-  if (it == st.pools.end() || it->second.instance != instance)
+  if (it == st.pools.end() || it->second.instance != instance) {
+    // Only answers reach a retiring pool's count: it admits nothing new.
+    auto old = st.retiring.find(instance);
+    if (old == st.retiring.end() || delta > 0)
+      return;
+    if (old->second.in_flight > 0)
+      --old->second.in_flight;
+    if (old->second.in_flight == 0) {
+      spdlog::info("supervisor: retired pool {} drained; stopping it", old->second.name);
+      self->demonitor(old->second.handle.address());
+      self->send(old->second.handle, shutdown_atom::value);
+      st.retiring.erase(old);
+    }
     return;
+  }
   auto& e = it->second;
   if (delta > 0) {
     ++e.in_flight;
@@ -348,6 +380,146 @@ caf::expected<policy_destination> route_request_policy(supervisor_ptr self, exec
   return dest;
 }
 
+/// The spec's bytes (pool_spec's inspect: every setting, the policy as its
+/// text), to tell whether two configs describe the same pool.
+std::vector<char> spec_bytes(caf::actor_system& sys, pool_spec spec) {
+  std::vector<char> buf;
+  caf::binary_serializer sink{sys, buf};
+  if (auto err = sink(spec))
+    buf.clear();
+  return buf;
+}
+
+/// Takes a configured pool out of the routing: stopped now when nothing
+/// routed to it is unanswered, else once the last answer comes
+/// (track()).
+void retire_pool(supervisor_ptr self, const std::string& name) {
+  auto& st = self->state;
+  auto it = st.pools.find(name);
+  if (it == st.pools.end())
+    return;
+  auto& e = it->second;
+  if (e.handle) {
+    if (e.in_flight == 0) {
+      self->demonitor(e.handle.address());
+      self->send(e.handle, shutdown_atom::value);
+    } else {
+      spdlog::info("supervisor: pool {} retires after {} exec(s) in flight", name, e.in_flight);
+      st.retiring[e.instance] = retiring_pool{name, e.handle, e.in_flight};
+    }
+  }
+  st.pools.erase(it);
+}
+
+/// The reconfigure message: checks and starts every new pool first, then
+/// swaps them in and retires what they replace (supervisor_actor.hpp).
+outcome<pools_change> reconfigure(supervisor_ptr self, std::vector<pool_config> pools) {
+  auto& st = self->state;
+  if (st.shutting_down)
+    return logic_failure("reconfigure: the supervisor is shutting down");
+  if (pools.empty())
+    return logic_failure("reconfigure: no pools configured");
+  std::set<std::string> names;
+  for (const auto& pc : pools) {
+    if (pc.name.empty() || !names.insert(pc.name).second)
+      return logic_failure("reconfigure: pool name '" + pc.name + "' is empty or used twice");
+    auto known = st.pools.find(pc.name);
+    if (known != st.pools.end() && known->second.for_policy)
+      return logic_failure("reconfigure: pool name '" + pc.name +
+                           "' is the name of a running request policy's pool");
+  }
+  enum class what { keep, add, resize, replace };
+  std::vector<what> plan;
+  std::vector<pool_entry> fresh(pools.size());
+  for (std::size_t i = 0; i < pools.size(); ++i) {
+    auto& pc = pools[i];
+    auto known = st.pools.find(pc.name);
+    // A pool that follows a policy of the directory runs the revision the
+    // supervisor resolved: the new config only names it.
+    if (known != st.pools.end() && !pc.named_policy.empty() &&
+        pc.named_policy == known->second.cfg.named_policy)
+      pc.policy = known->second.cfg.policy;
+    // Compared as the running pool was: with its files found and checked.
+    auto resolved = resolve_pool_config(pc);
+    if (!resolved)
+      return resolved.error().wrap("reconfigure");
+    what w = what::add;
+    if (known != st.pools.end()) {
+      const auto was = spec_bytes(self->system(), known->second.cfg.spec());
+      pool_spec now = resolved->spec();
+      if (spec_bytes(self->system(), now) == was) {
+        w = what::keep;
+      } else {
+        now.size = known->second.cfg.size;
+        w = spec_bytes(self->system(), now) == was ? what::resize : what::replace;
+      }
+    }
+    plan.push_back(w);
+    if (w == what::keep)
+      continue;
+    if (!pc.named_policy.empty())
+      return logic_failure("reconfigure: pool " + pc.name + " names policy '" +
+                           pc.named_policy +
+                           "': a pool following the policy directory is added or changed "
+                           "on restart only");
+    if (auto applied = resolved_under(*resolved, resolved->policy); !applied)
+      return applied.error().wrap("reconfigure");
+    fresh[i].cfg = std::move(*resolved);
+  }
+  // Start every new pool before touching the running ones.
+  std::vector<std::size_t> started;
+  auto undo = [&] {
+    for (auto i : started) {
+      self->demonitor(fresh[i].handle.address());
+      self->send(fresh[i].handle, shutdown_atom::value);
+    }
+  };
+  for (std::size_t i = 0; i < pools.size(); ++i) {
+    if (plan[i] == what::keep)
+      continue;
+    if (!start_pool(self, fresh[i])) {
+      undo();
+      return logic_failure("reconfigure: pool " + fresh[i].cfg.name +
+                           " could not be started; nothing changed");
+    }
+    started.push_back(i);
+  }
+  pools_change change;
+  std::vector<std::string> order;
+  for (std::size_t i = 0; i < plan.size(); ++i) {
+    const std::string name = plan[i] == what::keep ? pools[i].name : fresh[i].cfg.name;
+    order.push_back(name);
+    switch (plan[i]) {
+      case what::keep: continue;
+      case what::add: change.added.push_back(name); break;
+      case what::resize: change.resized.push_back(name); break;
+      case what::replace: change.replaced.push_back(name); break;
+    }
+    retire_pool(self, name);
+    st.pools[name] = std::move(fresh[i]);
+  }
+  for (const auto& name : st.order)
+    if (names.count(name) == 0) {
+      change.removed.push_back(name);
+      retire_pool(self, name);
+    }
+  change.default_changed = order.front() != st.order.front();
+  const bool default_new = change.default_changed || plan.front() != what::keep;
+  st.order = std::move(order);
+  if (default_new) {
+    // Request policies are bounded by the default pool: the new one.
+    const auto& def = st.pools[st.order.front()].cfg;
+    auto applied = pool_config_under(def, def.policy);
+    st.policy_template = policy_pool_template(applied ? *applied : def, st.policy_cfg);
+  }
+  // Routes of request policies were decided against the pools replaced.
+  if (default_new || !change.resized.empty() || !change.replaced.empty() ||
+      !change.removed.empty())
+    st.policy_cache = std::make_unique<request_policy_cache>(st.policy_cfg.cache_size);
+  spdlog::info("supervisor: pools reconfigured: {}", describe(change));
+  return change;
+}
+
 supervisor_internal_actor::behavior_type supervisor_impl(supervisor_ptr self, supervisor_config cfg,
                                                 observers obs) {
   auto& st = self->state;
@@ -443,6 +615,8 @@ supervisor_internal_actor::behavior_type supervisor_impl(supervisor_ptr self, su
                        (done ? " had already finished" : " is not known to the supervisor");
         return reply;
       }
+      if (auto old = s.retiring.find(it->second.instance); old != s.retiring.end())
+        return self->delegate(old->second.handle, cancel_atom::value, exec_id);
       auto pool = s.pools.find(it->second.pool);
       if (pool == s.pools.end() || !pool->second.handle) {
         cancel_reply reply;
@@ -546,6 +720,9 @@ supervisor_internal_actor::behavior_type supervisor_impl(supervisor_ptr self, su
       for (auto& [name, entry] : s.pools)
         if (entry.handle)
           self->send(entry.handle, shutdown_atom::value);
+      for (auto& [instance, old] : s.retiring)
+        self->send(old.handle, shutdown_atom::value);
+      s.retiring.clear();
       auto stop = [=] {
         if (self->state.proxy)
           self->send(self->state.proxy, shutdown_atom::value);
@@ -575,6 +752,12 @@ supervisor_internal_actor::behavior_type supervisor_impl(supervisor_ptr self, su
                     r.errors.empty() ? std::string("no reason given") : r.errors.front());
       if (self->state.audit)
         self->send(self->state.audit, make_policy_rejection(r)); // rare: not credited
+    },
+    [=](reconfigure_atom, std::vector<pool_config>& pools) -> caf::result<pools_change> {
+      auto change = reconfigure(self, std::move(pools));
+      if (!change)
+        return make_error(castellan_errc::invalid_request, change.error().describe());
+      return std::move(*change);
     },
     [=](pool_idle_atom, const std::string& name, uint64_t generation) {
       auto& s = self->state;
@@ -620,6 +803,28 @@ outcome<policy_actor> resolve_named_policies(caf::actor_system& sys, supervisor_
 }
 
 } // namespace
+
+std::string describe(const pools_change& x) {
+  std::string out;
+  auto part = [&](const char* verb, const std::vector<std::string>& names) {
+    if (names.empty())
+      return;
+    if (!out.empty())
+      out += "; ";
+    out += verb;
+    for (std::size_t i = 0; i < names.size(); ++i)
+      out += (i == 0 ? " " : ", ") + names[i];
+  };
+  part("added", x.added);
+  part("removed", x.removed);
+  part("resized", x.resized);
+  part("replaced", x.replaced);
+  if (out.empty())
+    out = "no pool changed";
+  if (x.default_changed)
+    out += "; the default pool is now another";
+  return out;
+}
 
 outcome<supervisor_actor> spawn_supervisor(caf::actor_system& sys, supervisor_config cfg) {
   if (cfg.pools.empty())

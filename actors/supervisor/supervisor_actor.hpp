@@ -49,6 +49,15 @@ using supervisor_actor = caf::typed_actor<
   caf::replies_to<summary_data_atom>::with<telemetry_summary>,
   // Waits until every audit record so far is written (and synced).
   caf::replies_to<audit_flush_atom>::with<audit_stats>,
+  // Makes the configured pools these (supervisor_config::pools, the first
+  // the default route): new names are started, names gone stop admitting
+  // and are stopped once their execs in flight are answered, a pool whose
+  // settings changed is replaced the same way (a change of `size` alone is
+  // reported as resized). Every new pool is checked and started before
+  // anything else changes: a failure refuses the whole change (an error)
+  // and leaves the pools as they were. A pool that names a policy of the
+  // policy directory can be kept, not added or changed.
+  caf::replies_to<reconfigure_atom, std::vector<pool_config>>::with<pools_change>,
   // Stop every pool, flush the audit log and quit.
   caf::reacts_to<shutdown_atom>>;
 

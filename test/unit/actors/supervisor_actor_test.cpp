@@ -1,9 +1,14 @@
 #include <boost/test/unit_test.hpp>
 
 #include <chrono>
+#include <csignal>
+#include <thread>
 #include <vector>
 
+#include <signal.h>
+
 #include "support/actor_system_fixture.hpp"
+#include "support/process_scan.hpp"
 
 using namespace castellan;
 using namespace std::chrono_literals;
@@ -200,6 +205,124 @@ BOOST_AUTO_TEST_CASE(cancel_is_routed_to_the_pool_running_the_exec) {
     .receive([&](exec_result&) {}, [&](caf::error&) { refused = true; });
   BOOST_TEST(refused);
   BOOST_TEST((cancel(78).outcome != cancel_outcome::unknown));
+}
+
+namespace {
+
+/// Code that runs until the test sends its task SIGUSR1.
+std::string held_code(const std::string& tag) {
+  return test::python_set_task_name(tag) +
+         "import signal\n"
+         "signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGUSR1})\n"
+         "print('waiting', flush=True)\n"
+         "signal.sigwait({signal.SIGUSR1})\n"
+         "print('finished')\n";
+}
+
+/// The tasks running `held_code(tag)`, once one waits in rt_sigtimedwait.
+std::vector<pid_t> wait_for_held(const std::string& tag) {
+  std::vector<pid_t> tasks;
+  const auto deadline = std::chrono::steady_clock::now() + 30s;
+  while ((tasks = test::tasks_named(tag)).empty()) {
+    BOOST_REQUIRE_MESSAGE(std::chrono::steady_clock::now() < deadline, "the exec never started");
+    std::this_thread::sleep_for(2ms);
+  }
+  BOOST_REQUIRE(test::wait_until_task_in_syscall(tag, 128 /* rt_sigtimedwait */));
+  return tasks;
+}
+
+} // namespace
+
+BOOST_AUTO_TEST_CASE(reconfigure_adds_removes_resizes_and_replaces_pools) {
+  auto sup = start({named("a"), named("b"), named("d")});
+  // Held on b, which the change removes: answered once, with its output.
+  const std::string tag = test::unique_task_name("cksup");
+  self->send(sup, exec_atom::value, code_request(held_code(tag), "b"));
+  auto tasks = wait_for_held(tag);
+
+  auto a2 = named("a");
+  a2.size = 2;
+  auto d2 = named("d");
+  d2.default_timeout_ms = 1234;
+  pools_change change;
+  self->request(sup, 60s, reconfigure_atom::value, std::vector<pool_config>{a2, named("c"), d2})
+    .receive([&](pools_change& c) { change = c; },
+             [&](caf::error& e) { BOOST_FAIL("reconfigure: " << sys.render(e)); });
+  BOOST_TEST(change.added == std::vector<std::string>{"c"});
+  BOOST_TEST(change.removed == std::vector<std::string>{"b"});
+  BOOST_TEST(change.resized == std::vector<std::string>{"a"});
+  BOOST_TEST(change.replaced == std::vector<std::string>{"d"});
+  BOOST_TEST(!change.default_changed);
+  BOOST_TEST(describe(change) == "added c; removed b; resized a; replaced d");
+
+  // b admits nothing new; a, c and d run.
+  bool refused = false;
+  self->request(sup, 10s, exec_atom::value, code_request("print(1)", "b"))
+    .receive([](exec_result&) {}, [&](caf::error& e) {
+      refused = sys.render(e).find("no pool named 'b'") != std::string::npos;
+    });
+  BOOST_TEST(refused);
+  BOOST_TEST(exec(sup, code_request("print('c')", "c")).stdout_data == "c\n");
+  BOOST_TEST(exec(sup, code_request("print('d')", "d")).stdout_data == "d\n");
+  std::vector<pool_status> st;
+  self->request(sup, 10s, status_atom::value)
+    .receive([&](std::vector<pool_status>& s) { st = s; }, [](caf::error&) { BOOST_FAIL("x"); });
+  BOOST_REQUIRE_EQUAL(st.size(), 3u);
+  BOOST_TEST(st[0].name == "a");
+  BOOST_TEST(st[0].size == 2u);
+  BOOST_TEST(st[1].name == "c");
+  BOOST_TEST(st[2].name == "d");
+
+  // The held exec on the retired b finishes: one answer, with all its output.
+  for (pid_t t : tasks)
+    ::kill(t, SIGUSR1);
+  int answers = 0;
+  exec_result held;
+  self->receive([&](exec_result& r) { held = r; ++answers; },
+                caf::after(30s) >> [] { BOOST_FAIL("the held exec was not answered"); });
+  self->receive([&](exec_result&) { ++answers; }, caf::after(200ms) >> [] {});
+  BOOST_TEST(answers == 1);
+  BOOST_TEST(held.stdout_data == "waiting\nfinished\n");
+  BOOST_TEST((held.error == error_class::ok));
+}
+
+BOOST_AUTO_TEST_CASE(a_reconfigure_that_cannot_apply_changes_nothing) {
+  auto sup = start({named("a"), named("b")});
+  auto broken = named("new");
+  broken.python = "/nonexistent/python3";
+  auto refuse = [&](std::vector<pool_config> pools, const std::string& why) {
+    bool refused = false;
+    self->request(sup, 60s, reconfigure_atom::value, std::move(pools))
+      .receive([](pools_change&) {}, [&](caf::error& e) {
+        refused = true;
+        BOOST_TEST(sys.render(e).find(why) != std::string::npos, sys.render(e));
+      });
+    BOOST_TEST(refused);
+  };
+  refuse({named("a"), broken}, "nonexistent");
+  refuse({}, "no pools");
+  refuse({named("x"), named("x")}, "used twice");
+  std::vector<pool_status> st;
+  self->request(sup, 10s, status_atom::value)
+    .receive([&](std::vector<pool_status>& s) { st = s; }, [](caf::error&) { BOOST_FAIL("x"); });
+  BOOST_REQUIRE_EQUAL(st.size(), 2u);
+  BOOST_TEST(st[0].name == "a");
+  BOOST_TEST(st[1].name == "b");
+  BOOST_TEST(exec(sup, code_request("print('b')", "b")).stdout_data == "b\n");
+  // The same list again changes nothing; a new first pool is the default.
+  pools_change same;
+  self->request(sup, 60s, reconfigure_atom::value, std::vector<pool_config>{named("a"), named("b")})
+    .receive([&](pools_change& c) { same = c; }, [](caf::error&) { BOOST_FAIL("same"); });
+  BOOST_TEST(describe(same) == "no pool changed");
+  pools_change swapped;
+  self->request(sup, 60s, reconfigure_atom::value, std::vector<pool_config>{named("b"), named("a")})
+    .receive([&](pools_change& c) { swapped = c; }, [](caf::error&) { BOOST_FAIL("swap"); });
+  BOOST_TEST(swapped.default_changed);
+  exec_request any;
+  any.code = "print(1)";
+  self->request(sup, 10s, get_pool_atom::value, std::string())
+    .receive([](pool_actor&) {}, [](caf::error&) { BOOST_FAIL("get_pool"); });
+  BOOST_TEST(exec(sup, any).stdout_data == "1\n");
 }
 
 BOOST_AUTO_TEST_SUITE_END()
