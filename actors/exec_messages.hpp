@@ -9,6 +9,7 @@
 #include <string_view>
 #include <vector>
 
+#include <caf/actor.hpp>
 #include <caf/meta/type_name.hpp>
 
 #include "actors/policy_event.hpp"
@@ -96,6 +97,12 @@ struct exec_request {
   std::string cwd;
   /// What the exec reads on stdin (fd 0 and sys.stdin); empty: nothing.
   std::string stdin_data;
+  /// Where the exec's output also goes as it is written, as
+  /// (exec_output_atom, exec_output) messages from the pool, in order; the
+  /// result still carries all of it. The code's stdout and stderr are then
+  /// line-buffered and the worker hands over each piece at once. Null: the
+  /// output comes with the result only.
+  caf::actor output_sink;
   // -- set by the supervisor (whatever a client puts here is replaced) --------
   /// The TIGHTEN frame's payload (docs/wire.md) the pool sends before the
   /// code; empty: none.
@@ -107,7 +114,20 @@ struct exec_request {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, exec_request& x) {
   return f(caf::meta::type_name("exec_request"), x.exec_id, x.code, x.argv, x.timeout_ms, x.pool,
-           x.policy, x.env, x.cwd, x.stdin_data, x.tightening, x.policy_name);
+           x.policy, x.env, x.cwd, x.stdin_data, x.output_sink, x.tightening,
+           x.policy_name);
+}
+
+/// A piece of an exec's output as it was written (exec_request::output_sink).
+struct exec_output {
+  uint64_t exec_id = 0;
+  bool is_stderr = false;
+  std::string data;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, exec_output& x) {
+  return f(caf::meta::type_name("exec_output"), x.exec_id, x.is_stderr, x.data);
 }
 
 /// Everything castellan knows about one finished exec.

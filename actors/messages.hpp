@@ -38,6 +38,7 @@ CAF_BEGIN_TYPE_ID_BLOCK(castellan, caf::first_custom_type_id)
   CAF_ADD_TYPE_ID(castellan, (castellan::worker_state_event))
   CAF_ADD_TYPE_ID(castellan, (castellan::pool_status))
   CAF_ADD_TYPE_ID(castellan, (std::vector<castellan::pool_status>))
+  CAF_ADD_TYPE_ID(castellan, (castellan::exec_output))
 
   CAF_ADD_ATOM(castellan, castellan, exec_atom, "exec")
   CAF_ADD_ATOM(castellan, castellan, cancel_atom, "cancel")
@@ -51,6 +52,7 @@ CAF_BEGIN_TYPE_ID_BLOCK(castellan, caf::first_custom_type_id)
   CAF_ADD_ATOM(castellan, castellan, deadline_atom, "deadline")
   CAF_ADD_ATOM(castellan, castellan, get_pool_atom, "get_pool")
   CAF_ADD_ATOM(castellan, castellan, gauge_tick_atom, "gauge_tick")
+  CAF_ADD_ATOM(castellan, castellan, exec_output_atom, "exec_out")
 
   // -- policy (actors/policy) --------------------------------------------------
   // [messages-policy]

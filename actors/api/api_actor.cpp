@@ -1,12 +1,14 @@
 #include "actors/api/api_actor.hpp"
 
 #include <chrono>
+#include <unordered_map>
 
 #include <caf/event_based_actor.hpp>
 
 #include "actors/api/api_error.hpp"
 #include "actors/api/api_json.hpp"
 #include "actors/api/policy_routes.hpp"
+#include "actors/api/output_events.hpp"
 #include "actors/errors.hpp"
 
 namespace castellan::api {
@@ -47,6 +49,44 @@ http_response error_response(const caf::error& err, const caf::actor_system& sys
   return json_response(500, error_body("internal", message));
 }
 
+/// A streamed exec: its output as events while it runs, then its result
+/// as the last event. Until the first piece of output the answer is not
+/// started, so that a request refused before it ran (busy, unknown pool)
+/// gets the same status code and error body as a plain one.
+void stream_exec(caf::event_based_actor* self, const supervisor_actor& supervisor,
+                 const std::shared_ptr<api_responder>& responder,
+                 const std::shared_ptr<result_encoder>& encoder,
+                 const std::shared_ptr<std::unordered_map<uint64_t, output_events>>& streams,
+                 uint64_t request_id, exec_request req, std::string id) {
+  const uint64_t exec_id = req.exec_id;
+  streams->emplace(exec_id, output_events(request_id));
+  auto take = [streams, exec_id, request_id] {
+    auto it = streams->find(exec_id);
+    output_events events = it != streams->end() ? std::move(it->second) : output_events(request_id);
+    if (it != streams->end())
+      streams->erase(it);
+    return events;
+  };
+  self->request(supervisor, caf::infinite, exec_atom::value, std::move(req))
+      .then(
+          [=](exec_result& r) {
+            output_events events = take();
+            if (!events.started() && r.error == error_class::busy) {
+              responder->complete(request_id, json_response(503, error_body("busy", r.detail)));
+              return;
+            }
+            responder->finish_stream(request_id, events.finish(r, encoder->body(r, id)));
+          },
+          [=](caf::error& err) {
+            output_events events = take();
+            http_response failed = error_response(err, self->system());
+            if (!events.started())
+              responder->complete(request_id, std::move(failed));
+            else
+              responder->finish_stream(request_id, sse_event("error", failed.body));
+          });
+}
+
 /// The api actor's behavior. A function with arguments, not a capturing
 /// lambda without: CAF 0.17's spawn of the latter dereferences an empty
 /// argument tuple (undefined behaviour, reported by UBSan).
@@ -54,8 +94,15 @@ caf::behavior api_behavior(caf::event_based_actor* self, supervisor_actor superv
                            std::shared_ptr<api_responder> responder) {
   // Shared by the handlers below, which all run in this actor, one at a time.
   auto encoder = std::make_shared<result_encoder>();
+  // The streamed execs in flight, by exec id.
+  auto streams = std::make_shared<std::unordered_map<uint64_t, output_events>>();
   return {
       [=](exec_atom, uint64_t request_id, exec_request& req, std::string& id) {
+        if (req.output_sink) {
+          stream_exec(self, supervisor, responder, encoder, streams, request_id, std::move(req),
+                      std::move(id));
+          return;
+        }
         self->request(supervisor, caf::infinite, exec_atom::value, std::move(req))
             .then(
                 [=](exec_result& r) {
@@ -68,6 +115,14 @@ caf::behavior api_behavior(caf::event_based_actor* self, supervisor_actor superv
                 [=](caf::error& err) {
                   responder->complete(request_id, error_response(err, self->system()));
                 });
+      },
+      [=](exec_output_atom, exec_output& o) {
+        auto it = streams->find(o.exec_id);
+        if (it == streams->end())
+          return; // not a stream of this actor's, or over
+        std::string event = it->second.piece(o);
+        if (!event.empty())
+          responder->stream(it->second.request_id(), std::move(event));
       },
       [=](status_atom, uint64_t request_id) {
         self->request(supervisor, query_timeout, status_atom::value)

@@ -9,7 +9,10 @@
 /// registered types only:
 ///
 ///   (exec_atom, uint64_t request_id, exec_request, std::string id)
-///                                                   → POST /v1/exec, /v1/run
+///                                                   → POST /v1/exec, /v1/run; streamed
+///                                                     when the request's output_sink
+///                                                     is this actor
+///   (exec_output_atom, exec_output)                 ← a piece of a streamed exec's output
 ///   (status_atom, uint64_t request_id)              → GET /v1/pools
 ///   (status_atom, uint64_t request_id, bool draining, uint64_t uptime_ms,
 ///    uint64_t in_flight, uint64_t connections)      → GET /v1/status
@@ -36,6 +39,11 @@ class api_responder {
 public:
   virtual ~api_responder() = default;
   virtual void complete(uint64_t request_id, http_response response) = 0;
+  /// A piece of a streamed answer (200, text/event-stream; its head goes
+  /// with the first piece).
+  virtual void stream(uint64_t request_id, std::string bytes) = 0;
+  /// The last piece of a streamed answer: the request is over.
+  virtual void finish_stream(uint64_t request_id, std::string bytes) = 0;
 };
 
 caf::actor spawn_api_actor(caf::actor_system& sys, supervisor_actor supervisor,

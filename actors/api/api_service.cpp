@@ -47,6 +47,30 @@ bool is_json_media_type(std::string_view value) {
          });
 }
 
+/// An Accept header that asks for server-sent events: `text/event-stream`
+/// among its media ranges (parameters and case aside).
+bool accepts_event_stream(std::string_view accept) {
+  constexpr std::string_view want = "text/event-stream";
+  while (!accept.empty()) {
+    const auto comma = accept.find(',');
+    std::string_view range = accept.substr(0, comma);
+    range = range.substr(0, range.find(';'));
+    while (!range.empty() && (range.front() == ' ' || range.front() == '\t'))
+      range.remove_prefix(1);
+    while (!range.empty() && (range.back() == ' ' || range.back() == '\t'))
+      range.remove_suffix(1);
+    if (range.size() == want.size() &&
+        std::equal(range.begin(), range.end(), want.begin(), [](char a, char b) {
+          return std::tolower(static_cast<unsigned char>(a)) == b;
+        }))
+      return true;
+    if (comma == std::string_view::npos)
+      break;
+    accept.remove_prefix(comma + 1);
+  }
+  return false;
+}
+
 /// A Host header that names this machine's loopback: what a TCP client on
 /// loopback sends. A page a browser loaded from elsewhere (DNS rebinding)
 /// sends its own name and is refused.
@@ -84,6 +108,8 @@ struct in_flight_exec {
   /// Who admitted it: its token counts it, and only that token (or a
   /// caller without one) may cancel it.
   caller owner;
+  /// Its answer is streamed and has begun (api_responder::stream).
+  bool streaming = false;
 };
 
 /// Whether `who` may cancel `exec`. A caller without a token (the unix
@@ -145,21 +171,55 @@ struct api_service::state final : api_responder {
   bool draining = false;     ///< under `m`
   bool stopped = false;      ///< under `m`
 
+  /// Takes the exec of `request_id` out of the maps; whether its answer
+  /// was being streamed. Under `m`. The exec leaves before its answer is
+  /// written: a client that has its answer can use the exec's id again at
+  /// once.
+  bool forget_exec(uint64_t request_id) {
+    auto it = execs.find(request_id);
+    if (it == execs.end())
+      return false;
+    const bool streaming = it->second.streaming;
+    if (!it->second.id.empty())
+      by_client_id.erase(client_key(it->second.owner, it->second.id));
+    by_exec_id.erase(it->second.exec_id);
+    access.release(it->second.owner);
+    execs.erase(it);
+    if (execs.empty())
+      idle_cv.notify_all();
+    return streaming;
+  }
+
   void complete(uint64_t request_id, http_response response) override {
     std::lock_guard<std::mutex> guard(m);
-    // The exec leaves the map before its answer is written: a client that
-    // has its answer can use the exec's id again at once.
-    if (auto it = execs.find(request_id); it != execs.end()) {
-      if (!it->second.id.empty())
-        by_client_id.erase(client_key(it->second.owner, it->second.id));
-      by_exec_id.erase(it->second.exec_id);
-      access.release(it->second.owner);
-      execs.erase(it);
-      if (execs.empty())
-        idle_cv.notify_all();
-    }
+    forget_exec(request_id);
     if (!stopped && server)
       server->respond(request_id, std::move(response));
+  }
+
+  void stream(uint64_t request_id, std::string bytes) override {
+    std::lock_guard<std::mutex> guard(m);
+    auto it = execs.find(request_id);
+    if (stopped || !server || it == execs.end())
+      return;
+    if (!it->second.streaming) {
+      it->second.streaming = true;
+      server->respond_stream(request_id, 200, "text/event-stream; charset=utf-8");
+    }
+    server->stream(request_id, std::move(bytes));
+  }
+
+  void finish_stream(uint64_t request_id, std::string bytes) override {
+    std::lock_guard<std::mutex> guard(m);
+    const bool started = forget_exec(request_id);
+    if (stopped || !server)
+      return;
+    // In order on the I/O thread: the head (unless a piece sent it), the
+    // last piece, the end.
+    if (!started)
+      server->respond_stream(request_id, 200, "text/event-stream; charset=utf-8");
+    server->stream(request_id, std::move(bytes));
+    server->end_stream(request_id);
   }
 
   static constexpr std::string_view execs_prefix = "/v1/execs/";
@@ -277,6 +337,10 @@ struct api_service::state final : api_responder {
     }
     auto& body = std::get<exec_body>(parsed);
     exec_request& er = body.request;
+    // Streamed (server-sent events): the pools send this actor the output
+    // as it is written.
+    if (accepts_event_stream(req.accept))
+      er.output_sink = actor;
     {
       std::lock_guard<std::mutex> guard(m);
       if (draining) {

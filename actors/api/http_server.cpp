@@ -10,6 +10,7 @@
 #include <atomic>
 #include <cstdio>
 #include <cstring>
+#include <deque>
 #include <optional>
 #include <thread>
 #include <type_traits>
@@ -63,6 +64,11 @@ class session_base {
 public:
   virtual ~session_base() = default;
   virtual void deliver(http_response r) = 0;
+  /// A streamed response: its head now, then pieces of its body, then the
+  /// end, after which the connection closes.
+  virtual void stream_head(unsigned status, const std::string& content_type) = 0;
+  virtual void stream_data(std::string bytes) = 0;
+  virtual void stream_end() = 0;
   virtual void close() = 0;
   /// At stop: closes now, unless a response is ready or being written,
   /// which is finished first (its timer bounds how long).
@@ -161,9 +167,53 @@ public:
 
   void close_after_write() override {
     // response_ is set from deliver() until the write completes, including
-    // while the watch read is being cancelled to make way for it.
-    if (!response_)
+    // while the watch read is being cancelled to make way for it. A
+    // stream's queued pieces are written first as well.
+    if (!response_ && !streaming_)
       close();
+  }
+
+  void stream_head(unsigned status, const std::string& content_type) override {
+    if (closed_ || pending_ == 0 || streaming_)
+      return;
+    streaming_ = true;
+    // No length: the body ends when the connection does (the request
+    // stays pending until then, so a client that leaves has it cancelled).
+    std::string head = std::string(version_ == 10 ? "HTTP/1.0 " : "HTTP/1.1 ") +
+                       std::to_string(status) + " " +
+                       std::string(http::obsolete_reason(static_cast<http::status>(status))) +
+                       "\r\nServer: castellan\r\nContent-Type: " + content_type +
+                       "\r\nCache-Control: no-store\r\nConnection: close\r\n\r\n";
+    if constexpr (is_tls) {
+      // One read and one write at a time on a TLS stream: the watch goes,
+      // and a client that leaves is seen at the next write.
+      if (watching_) {
+        error_code ignored;
+        lowest(socket_).cancel(ignored);
+      }
+    }
+    stream_data(std::move(head));
+  }
+
+  void stream_data(std::string bytes) override {
+    if (closed_ || !streaming_ || bytes.empty())
+      return;
+    queued_bytes_ += bytes.size();
+    if (queued_bytes_ > stream_queue_limit) {
+      // The client does not take what it asked for: it goes, and its
+      // request with it.
+      close();
+      return;
+    }
+    stream_queue_.push_back(std::move(bytes));
+    pump_stream();
+  }
+
+  void stream_end() override {
+    if (closed_ || !streaming_)
+      return;
+    stream_ended_ = true;
+    pump_stream();
   }
 
   void close() override {
@@ -278,6 +328,7 @@ private:
     out.target = std::string(req.target());
     out.content_type = std::string(req[http::field::content_type]);
     out.host = std::string(req[http::field::host]);
+    out.accept = std::string(req[http::field::accept]);
     // Every Authorization header, joined as a list: two of them make a
     // value no bearer token matches (a comma), never a choice of one.
     auto [first, last] = req.equal_range(http::field::authorization);
@@ -312,6 +363,16 @@ private:
       return;
     if (!ec)
       buffer_.commit(n);
+    if (streaming_) {
+      if (is_tls && ec == net::error::operation_aborted)
+        return; // cancelled by stream_head: the stream's writes go on alone
+      if (ec) {
+        close(); // the client went away: its request is abandoned
+        return;
+      }
+      watch();
+      return;
+    }
     if (response_) {
       write_response();
       return;
@@ -368,7 +429,40 @@ private:
     read_request();
   }
 
+  /// Writes the stream's next piece, or closes after its last.
+  void pump_stream() {
+    if (stream_writing_ || closed_)
+      return;
+    if (stream_queue_.empty()) {
+      if (stream_ended_) {
+        // Over: not abandoned, so nothing is cancelled.
+        srv_.pending.erase(pending_);
+        pending_ = 0;
+        close();
+      }
+      return;
+    }
+    stream_writing_ = true;
+    arm_timer(); // the client must take each piece within the read timeout
+    net::async_write(socket_, net::buffer(stream_queue_.front()),
+                     [self = this->shared_from_this()](error_code ec, std::size_t) {
+                       self->timer_.cancel();
+                       self->stream_writing_ = false;
+                       if (self->closed_)
+                         return;
+                       if (ec) {
+                         self->close();
+                         return;
+                       }
+                       self->queued_bytes_ -= self->stream_queue_.front().size();
+                       self->stream_queue_.pop_front();
+                       self->pump_stream();
+                     });
+  }
+
   static constexpr bool is_tls = std::is_same_v<Socket, tls_stream>;
+  /// The most a streamed response may have waiting for its client.
+  static constexpr std::size_t stream_queue_limit = 16u << 20;
 
   Socket socket_;
   net::steady_timer timer_;
@@ -384,6 +478,12 @@ private:
   bool keep_alive_ = true;
   bool watching_ = false;
   bool closed_ = false;
+  // A streamed response (stream_head … stream_end).
+  bool streaming_ = false;
+  bool stream_writing_ = false;
+  bool stream_ended_ = false;
+  std::deque<std::string> stream_queue_;
+  std::size_t queued_bytes_ = 0;
 };
 
 /// The answer to a connection beyond the limit, written without waiting.
@@ -639,6 +739,40 @@ void http_server::respond(uint64_t id, http_response response) {
       s->deliver(std::move(r));
     else
       p->pending.erase(it);
+  });
+}
+
+namespace {
+
+/// Runs `fn` on the session of pending request `id`, on the I/O thread.
+template <class Fn>
+void with_pending(http_server::impl* p, uint64_t id, Fn fn) {
+  auto it = p->pending.find(id);
+  if (it == p->pending.end())
+    return; // its client went away
+  if (auto s = it->second.lock())
+    fn(*s);
+  else
+    p->pending.erase(it);
+}
+
+} // namespace
+
+void http_server::respond_stream(uint64_t id, unsigned status, std::string content_type) {
+  net::post(impl_->io, [p = impl_.get(), id, status, type = std::move(content_type)] {
+    with_pending(p, id, [&](session_base& s) { s.stream_head(status, type); });
+  });
+}
+
+void http_server::stream(uint64_t id, std::string bytes) {
+  net::post(impl_->io, [p = impl_.get(), id, b = std::move(bytes)]() mutable {
+    with_pending(p, id, [&](session_base& s) { s.stream_data(std::move(b)); });
+  });
+}
+
+void http_server::end_stream(uint64_t id) {
+  net::post(impl_->io, [p = impl_.get(), id] {
+    with_pending(p, id, [](session_base& s) { s.stream_end(); });
   });
 }
 

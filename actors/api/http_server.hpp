@@ -47,6 +47,7 @@ struct http_request {
   std::string target; ///< the path, query string included
   std::string content_type;
   std::string host; ///< the Host header
+  std::string accept; ///< the Accept header
   /// The Authorization header: a secret, never to be logged or echoed.
   std::string authorization;
   std::string body;
@@ -92,6 +93,17 @@ public:
   /// Writes the response to request `id`, if its client is still there.
   /// Thread-safe: the write happens on the I/O thread.
   void respond(uint64_t id, http_response response);
+
+  /// Starts a streamed response to request `id` (server-sent events): the
+  /// status line and headers now, without a length, then the body as
+  /// stream() hands it over; end_stream() closes the connection after the
+  /// last piece. Until then the request is pending: a client that goes
+  /// away has it abandoned (on_abandoned). A client that leaves more than
+  /// 16 MiB untaken, or takes no piece within the read timeout, is closed.
+  /// Thread-safe; calls for one request are carried out in order.
+  void respond_stream(uint64_t id, unsigned status, std::string content_type);
+  void stream(uint64_t id, std::string bytes);
+  void end_stream(uint64_t id);
 
   /// Runs `fn` on the I/O thread (the thread the callbacks run on).
   void post(std::function<void()> fn);

@@ -14,7 +14,7 @@ void put_u32(std::string& out, uint32_t v) {
 } // namespace
 
 bool has_setup(const exec_request& req) noexcept {
-  return !req.env.empty() || !req.cwd.empty() || !req.stdin_data.empty();
+  return !req.env.empty() || !req.cwd.empty() || !req.stdin_data.empty() || req.output_sink;
 }
 
 std::string check_setup(const exec_request& req) {
@@ -57,10 +57,11 @@ std::string encode_setup(const exec_request& req) {
   for (const auto& e : req.env)
     env_bytes += e.size() + 1;
   std::string out;
-  out.reserve(12 + req.cwd.size() + env_bytes + req.stdin_data.size());
+  out.reserve(setup_header_bytes + req.cwd.size() + env_bytes + req.stdin_data.size());
   put_u32(out, static_cast<uint32_t>(req.cwd.size()));
   put_u32(out, static_cast<uint32_t>(env_bytes));
   put_u32(out, static_cast<uint32_t>(req.stdin_data.size()));
+  put_u32(out, req.output_sink ? setup_stream_output : 0u);
   out += req.cwd;
   for (const auto& e : req.env) {
     out += e;

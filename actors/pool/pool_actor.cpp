@@ -344,21 +344,36 @@ void schedule_refill(pool_ptr self) {
   }
 }
 
+/// Adds a piece of the running exec's output to its result (within the
+/// pool's limit) and, when its request asked for it, hands what was added
+/// to the request's output sink.
+void take_output(pool_ptr self, pending_exec& p, bool is_stderr, std::string_view payload) {
+  const auto& cfg = self->state.cfg;
+  auto& r = p.result;
+  std::string& out = is_stderr ? r.stderr_data : r.stdout_data;
+  const std::size_t before = out.size();
+  append_capped(out, is_stderr ? r.stderr_truncated : r.stdout_truncated, payload,
+                is_stderr ? cfg.stderr_limit : cfg.stdout_limit);
+  if (p.req.output_sink && out.size() > before)
+    // Anonymous: the sink is dynamically typed, and needs no sender. It is
+    // enqueued before the result leaves this pool, so it arrives first.
+    caf::anon_send(p.req.output_sink, exec_output_atom::value,
+                   exec_output{r.exec_id, is_stderr, out.substr(before)});
+}
+
 /// Collects the output the worker wrote but did not ring for (it rings for
 /// output only when its ring is half full): what an exec produced before it
 /// was killed belongs in its result. Stops at anything but output.
 void salvage_output(pool_ptr self, worker_slot& slot) {
   auto& p = *slot.current;
-  const auto& cfg = self->state.cfg;
   for (;;) {
     auto rd = slot.ch->receive();
     if (rd.status != ipc::ring_status::ok || rd.value.request_id != p.request_id)
       return;
-    auto& r = p.result;
     if (rd.value.type == ipc::message_type::stdout_data)
-      append_capped(r.stdout_data, r.stdout_truncated, rd.value.payload, cfg.stdout_limit);
+      take_output(self, p, false, rd.value.payload);
     else if (rd.value.type == ipc::message_type::stderr_data)
-      append_capped(r.stderr_data, r.stderr_truncated, rd.value.payload, cfg.stderr_limit);
+      take_output(self, p, true, rd.value.payload);
     else
       return;
   }
@@ -476,7 +491,7 @@ std::string too_large(const pool_config& cfg, const exec_request& req) {
   if (!req.tightening.empty())
     frames += frame_header + req.tightening.size();
   if (has_setup(req)) {
-    frames += frame_header + 12 + req.cwd.size() + req.stdin_data.size();
+    frames += frame_header + setup_header_bytes + req.cwd.size() + req.stdin_data.size();
     for (const auto& e : req.env)
       frames += e.size() + 1;
   }
@@ -704,11 +719,7 @@ outcome<void> on_frame(pool_ptr self, uint64_t id, worker_slot& slot, ipc::frame
     case message_type::stderr_data: {
       if (!slot.current || f.request_id != slot.current->request_id)
         return {}; // late output of an exec already answered
-      auto& r = slot.current->result;
-      if (f.type == message_type::stdout_data)
-        append_capped(r.stdout_data, r.stdout_truncated, f.payload, cfg.stdout_limit);
-      else
-        append_capped(r.stderr_data, r.stderr_truncated, f.payload, cfg.stderr_limit);
+      take_output(self, *slot.current, f.type == message_type::stderr_data, f.payload);
       return {};
     }
     case message_type::result: {

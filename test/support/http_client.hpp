@@ -9,6 +9,8 @@
 #include <sys/time.h>
 
 #include <string>
+#include <utility>
+#include <vector>
 
 #include <boost/asio/connect.hpp>
 #include <boost/asio/io_context.hpp>
@@ -53,10 +55,13 @@ public:
   }
 
   /// Sends one request (keep-alive) and reads its response.
+  using headers = std::vector<std::pair<std::string, std::string>>;
+
   http_reply request(const std::string& method, const std::string& target,
                      const std::string& body = {},
-                     const std::string& content_type = "application/json") {
-    send(method, target, body, content_type);
+                     const std::string& content_type = "application/json",
+                     const headers& extra = {}) {
+    send(method, target, body, content_type, extra);
     return read();
   }
 
@@ -66,13 +71,15 @@ public:
   http_reply get(const std::string& target) { return request("GET", target); }
 
   void send(const std::string& method, const std::string& target, const std::string& body = {},
-            const std::string& content_type = "application/json") {
+            const std::string& content_type = "application/json", const headers& extra = {}) {
     namespace http = boost::beast::http;
     http::request<http::string_body> req;
     req.method_string(method);
     req.target(target);
     req.version(11);
     req.set(http::field::host, "localhost");
+    for (const auto& h : extra)
+      req.set(h.first, h.second);
     if (!body.empty() || method == "POST") {
       if (!content_type.empty())
         req.set(http::field::content_type, content_type);

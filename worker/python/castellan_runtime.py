@@ -579,6 +579,8 @@ class HarnessCore:
             setup_payload = self.pending_setup[1] if self.pending_setup is not None else None
             setup = self._take_setup(request_id) \
                 if mtype in (wire.CODE, wire.COMMAND) else None
+            if mtype in (wire.CODE, wire.COMMAND):
+                self.wire.stream_output = setup is not None and setup.stream
             tightening = self._take_tightening(request_id) \
                 if mtype in (wire.CODE, wire.COMMAND) else None
             if tightening is not None:

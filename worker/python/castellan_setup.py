@@ -20,8 +20,11 @@ from posix import chdir as _chdir, close as _close, dup2 as _dup2, lseek as _lse
 _FileIO = io.FileIO
 _TextIOWrapper = io.TextIOWrapper
 
-#: cwd length, environment block length, stdin length (docs/wire.md).
-_HEADER = struct.Struct("<III")
+#: cwd length, environment block length, stdin length, flags (docs/wire.md).
+_HEADER = struct.Struct("<IIII")
+
+#: Flag: the request's output is streamed (line-buffered, handed over at once).
+STREAM_OUTPUT = 1
 
 _MFD_CLOEXEC = 0x0001
 _MFD_NOEXEC_SEAL = 0x0008  # Linux 6.3+; the sandbox may refuse memfds without it
@@ -38,14 +41,16 @@ class SetupError(Exception):
 
 class Setup:
     """One request's set-up, parsed: `cwd` (bytes or None), `env` (a list of
-    (name, value) bytes pairs), `stdin` (a bytes-like object or None)."""
+    (name, value) bytes pairs), `stdin` (a bytes-like object or None),
+    `stream` (its output is streamed)."""
 
-    __slots__ = ("cwd", "env", "stdin")
+    __slots__ = ("cwd", "env", "stdin", "stream")
 
-    def __init__(self, cwd, env, stdin):
+    def __init__(self, cwd, env, stdin, stream=False):
         self.cwd = cwd
         self.env = env
         self.stdin = stdin
+        self.stream = stream
 
 
 def parse(payload):
@@ -53,7 +58,9 @@ def parse(payload):
     view = memoryview(payload)
     if len(view) < _HEADER.size:
         raise SetupError(f"SETUP payload of {len(view)} bytes is shorter than its header")
-    cwd_size, env_size, stdin_size = _HEADER.unpack_from(view)
+    cwd_size, env_size, stdin_size, flags = _HEADER.unpack_from(view)
+    if flags & ~STREAM_OUTPUT:
+        raise SetupError(f"SETUP flags {flags:#x} name an unknown flag")
     if _HEADER.size + cwd_size + env_size + stdin_size != len(view):
         raise SetupError("SETUP lengths do not add up to its payload")
     start = _HEADER.size
@@ -73,7 +80,7 @@ def parse(payload):
                 raise SetupError("SETUP environment entry is not NAME=VALUE")
             env.append((name, value))
     stdin = view[start:] if stdin_size else None
-    return Setup(cwd, env, stdin)
+    return Setup(cwd, env, stdin, bool(flags & STREAM_OUTPUT))
 
 
 def apply(setup, environ):
@@ -96,6 +103,13 @@ def apply(setup, environ):
             _stdin_from(setup.stdin)
         except OSError as e:
             return f"castellan: cannot give the exec its stdin: {_strerror(e.errno)}\n"
+    if setup.stream:
+        # Each line reaches the worker's fd or frame writer when printed.
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.reconfigure(line_buffering=True)
+            except (AttributeError, ValueError, OSError):
+                pass
     return None
 
 

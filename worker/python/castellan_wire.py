@@ -289,6 +289,8 @@ class Wire:
         self.out_bell = Doorbell(to_supervisor_fd)
         self.chunk = min(STREAM_CHUNK, self.writer.max_payload)
         self._on_broken = on_broken
+        #: The current request's output is streamed: ring for every chunk.
+        self.stream_output = False
         self._send_lock = _thread.allocate_lock()
         self._sender = None
         self._deferred = []
@@ -401,13 +403,14 @@ class Wire:
         """Writes one frame. Output chunks are not `urgent`: the supervisor
         only needs them by the RESULT that follows, so the doorbell is rung
         for them only once the ring is half full — one wake-up per request
-        instead of one per chunk."""
+        instead of one per chunk — unless the request's output is streamed
+        (`stream_output`, from its SETUP), when each is rung for at once."""
         delay = 0.001
         while True:
             generation = self._bell_generation
             try:
                 written = self.writer.try_write(mtype, request_id, payload)
-                if (urgent or not written or
+                if (urgent or self.stream_output or not written or
                         self.writer.free() < self.writer.capacity // 2):
                     self.out_bell.ring()
             except WireError as e:

@@ -263,8 +263,8 @@ BOOST_AUTO_TEST_CASE(the_setup_payload_is_the_documented_layout) {
   req.stdin_data = std::string("x\0y", 3);
   const std::string p = encode_setup(req);
   const std::string want = std::string("\x02\0\0\0", 4) + std::string("\x07\0\0\0", 4) +
-                           std::string("\x03\0\0\0", 4) + "/w" + std::string("A=1\0B=\0", 7) +
-                           std::string("x\0y", 3);
+                           std::string("\x03\0\0\0", 4) + std::string("\0\0\0\0", 4) + "/w" +
+                           std::string("A=1\0B=\0", 7) + std::string("x\0y", 3);
   BOOST_TEST(p == want);
   BOOST_TEST(has_setup(req));
   BOOST_TEST(!has_setup(exec_request{}));

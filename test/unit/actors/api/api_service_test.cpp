@@ -1,5 +1,6 @@
 #include <boost/test/unit_test.hpp>
 
+#include <signal.h>
 #include <stdlib.h>
 
 #include <chrono>
@@ -16,6 +17,7 @@
 #include "actors/api/api_service.hpp"
 #include "support/actor_system_fixture.hpp"
 #include "support/http_client.hpp"
+#include "support/process_scan.hpp"
 #include "support/tcp_http.hpp"
 
 using namespace castellan;
@@ -810,6 +812,114 @@ BOOST_AUTO_TEST_CASE(a_token_cancels_only_its_own_execs_and_its_ids_are_its_own)
   auto r = held_a.get();
   BOOST_TEST(r.json()["error_class"] == "cancelled");
   BOOST_TEST(r.json()["id"] == "job");
+}
+
+namespace {
+
+/// Reads from `c`'s socket until `text` has arrived or the server closes
+/// (30 s safety net, the client's SO_RCVTIMEO); everything read so far.
+std::string read_until(http_client& c, std::string& seen, const std::string& text) {
+  char buf[4096];
+  while (seen.find(text) == std::string::npos) {
+    boost::system::error_code ec;
+    const std::size_t n = c.socket().read_some(boost::asio::buffer(buf), ec);
+    if (ec || n == 0)
+      break;
+    seen.append(buf, n);
+  }
+  return seen;
+}
+
+/// The `data:` JSON of every event named `name` in a text/event-stream body.
+std::vector<json> events_named(const std::string& body, const std::string& name) {
+  std::vector<json> out;
+  const std::string tag = "event: " + name + "\ndata: ";
+  for (auto pos = body.find(tag); pos != std::string::npos; pos = body.find(tag, pos + 1)) {
+    const auto start = pos + tag.size();
+    out.push_back(json::parse(body.substr(start, body.find('\n', start) - start)));
+  }
+  return out;
+}
+
+} // namespace
+
+BOOST_AUTO_TEST_CASE(a_streamed_exec_sends_its_output_as_it_is_written) {
+  start();
+  // The code prints, then waits for SIGUSR1, which the test sends only once
+  // the first event has arrived: that event cannot have come with the
+  // result.
+  const std::string tag = test::unique_task_name("ckstream");
+  http_client c(socket_path);
+  namespace http = boost::beast::http;
+  http::request<http::string_body> req{http::verb::post, "/v1/exec", 11};
+  req.set(http::field::host, "localhost");
+  req.set(http::field::content_type, "application/json");
+  req.set(http::field::accept, "application/json, text/event-stream;q=0.9");
+  req.body() = json{{"code", test::python_set_task_name(tag) +
+                                 "import signal, sys\n"
+                                 "signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGUSR1})\n"
+                                 "print('first line')\n"
+                                 "sys.stderr.write('caf\\u00e9\\n')\n"
+                                 "signal.sigwait({signal.SIGUSR1})\n"
+                                 "sys.stdout.buffer.write(b'\\xff raw\\n')\n"},
+                    {"id", "streamed-1"}}
+                     .dump();
+  req.prepare_payload();
+  http::write(c.socket(), req);
+  std::string seen;
+  read_until(c, seen, "first line");
+  BOOST_TEST(seen.rfind("HTTP/1.1 200 OK\r\n", 0) == 0u, seen);
+  BOOST_TEST(seen.find("Content-Type: text/event-stream") != std::string::npos, seen);
+  BOOST_TEST(seen.find("event: result") == std::string::npos, "the result came first: " << seen);
+  BOOST_REQUIRE(test::wait_until_task_in_syscall(tag, 128 /* rt_sigtimedwait */));
+  for (pid_t pid : test::tasks_named(tag))
+    ::kill(pid, SIGUSR1);
+  // To the end: the stream ends when the server closes the connection
+  // (read_until stops at EOF, which "\x01" never precedes).
+  read_until(c, seen, "\x01");
+  BOOST_TEST(seen.find("event: result") != std::string::npos, seen);
+  auto out = events_named(seen, "stdout");
+  auto err = events_named(seen, "stderr");
+  auto result = events_named(seen, "result");
+  BOOST_REQUIRE(result.size() == 1u);
+  BOOST_REQUIRE(out.size() == 2u);
+  BOOST_TEST(out[0]["data"] == "first line\n");
+  BOOST_TEST(out[0]["base64"] == false);
+  BOOST_TEST(out[1]["base64"] == true);
+  BOOST_TEST(out[1]["data"] == "/yByYXcK"); // "\xff raw\n"
+  BOOST_REQUIRE(err.size() == 1u);
+  BOOST_TEST(err[0]["data"] == "caf\u00e9\n");
+  BOOST_TEST(result[0]["id"] == "streamed-1");
+  BOOST_TEST(result[0]["error_class"] == "ok");
+  BOOST_TEST(result[0]["stdout_base64"] == true); // the whole output, once more
+  BOOST_TEST(api->in_flight() == 0u);
+}
+
+BOOST_AUTO_TEST_CASE(a_streamed_request_refused_before_it_runs_gets_a_plain_error) {
+  start();
+  http_client c(socket_path);
+  auto r = c.request("POST", "/v1/exec", json{{"code", "1"}, {"pool", "nope"}}.dump(),
+                     "application/json", {{"Accept", "text/event-stream"}});
+  BOOST_TEST(r.status == 404u);
+  BOOST_TEST(r.error_code() == "unknown_pool");
+}
+
+BOOST_AUTO_TEST_CASE(a_streaming_client_that_leaves_has_its_exec_cancelled) {
+  start();
+  wait_for_pool([](const json& p) { return p["idle"] == 2; });
+  {
+    http_client c(socket_path);
+    c.send("POST", "/v1/exec",
+           json{{"code", "import time\nprint('started')\ntime.sleep(120)"}}.dump(),
+           "application/json", {{"Accept", "text/event-stream"}});
+    std::string seen;
+    read_until(c, seen, "started");
+    BOOST_TEST(seen.find("event: stdout") != std::string::npos, seen);
+  }
+  const std::string series = R"(castellan_execs_total{error_class="cancelled",pool="default"})";
+  wait_until("/metrics", [&](const http_reply& r) { return metric(r.body, series) == 1; });
+  wait_for_pool([](const json& p) { return p["idle"] == 2 && p["busy"] == 0; });
+  BOOST_TEST(api->in_flight() == 0u);
 }
 
 BOOST_AUTO_TEST_SUITE_END()
