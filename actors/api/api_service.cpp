@@ -211,12 +211,12 @@ struct api_service::state final : api_responder {
 
   void finish_stream(uint64_t request_id, std::string bytes) override {
     std::lock_guard<std::mutex> guard(m);
-    const bool started = forget_exec(request_id);
+    const bool head_sent = forget_exec(request_id);
     if (stopped || !server)
       return;
     // In order on the I/O thread: the head (unless a piece sent it), the
     // last piece, the end.
-    if (!started)
+    if (!head_sent)
       server->respond_stream(request_id, 200, "text/event-stream; charset=utf-8");
     server->stream(request_id, std::move(bytes));
     server->end_stream(request_id);
