@@ -32,12 +32,15 @@ std::string toml_string(const std::string& s) {
 }
 
 int run_token_new(const token_options& o) {
+  auto token = api::make_token();
+  if (!token) {
+    std::cerr << "castellan token new: " << token.error().describe() << "\n";
+    return usage_exit_code;
+  }
   std::ostringstream entry;
   entry << "[[tokens]]\n";
   entry << "name = " << toml_string(o.name) << "\n";
-  // Placeholder digest first: the entry is checked as the daemon would read
-  // it (name, pools, limit) before a secret is made.
-  entry << "sha256 = \"" << std::string(64, '0') << "\"\n";
+  entry << "sha256 = \"" << api::to_hex(api::digest_of(*token)) << "\"\n";
   if (o.pools_given) {
     entry << "pools = [";
     for (std::size_t i = 0; i < o.pools.size(); ++i)
@@ -46,24 +49,18 @@ int run_token_new(const token_options& o) {
   }
   if (o.max_concurrent != 0)
     entry << "max_concurrent = " << o.max_concurrent << "\n";
-  // Any pool name is fine here: the config the file goes with checks them.
+  // The entry is checked as the daemon would read it (name, pools, limit)
+  // before the token is shown. Any pool name is fine here: the config the
+  // file goes with checks them.
   auto check = config::parse_tokens_file(entry.str(), "<new token>", o.pools);
   if (!check.ok()) {
     for (const auto& e : check.errors)
       std::cerr << "castellan token new: " << e.key << ": " << e.value << ": " << e.message << "\n";
     return usage_exit_code;
   }
-  auto token = api::make_token();
-  if (!token) {
-    std::cerr << "castellan token new: " << token.error().describe() << "\n";
-    return usage_exit_code;
-  }
-  std::string text = entry.str();
-  const std::string placeholder = std::string(64, '0');
-  text.replace(text.find(placeholder), placeholder.size(), api::to_hex(api::digest_of(*token)));
   std::cerr << "castellan: the new token (shown once; the daemon keeps only its hash):\n";
   std::cerr << *token << "\n";
-  std::cout << text << std::flush;
+  std::cout << entry.str() << std::flush;
   return 0;
 }
 

@@ -105,6 +105,14 @@ BOOST_AUTO_TEST_CASE(env_workdir_and_stdin_reach_the_code_and_the_command) {
   BOOST_TEST(both.exit_code == 2);
 }
 
+BOOST_AUTO_TEST_CASE(a_program_path_that_is_not_utf8_is_refused_before_a_pool_starts) {
+  // A policy would have to name it, and policies are JSON: before, the
+  // pool actor died on it.
+  auto r = cli({"run", "--", "/bin/\xff"});
+  BOOST_TEST(r.exit_code == 2);
+  BOOST_TEST(r.err.find("the program's path is not UTF-8") != std::string::npos, r.err);
+}
+
 BOOST_AUTO_TEST_CASE(timeout_is_124) {
   auto r = cli({"exec", "--timeout", "1s", "while True: pass"});
   BOOST_TEST(r.exit_code == 124);
