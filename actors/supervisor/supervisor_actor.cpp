@@ -457,11 +457,11 @@ outcome<pools_change> reconfigure(supervisor_ptr self, std::vector<pool_config> 
     plan.push_back(w);
     if (w == what::keep)
       continue;
-    if (!pc.named_policy.empty())
+    if (!pc.named_policy.empty() && (!pc.policy || !st.policies))
       return logic_failure("reconfigure: pool " + pc.name + " names policy '" +
-                           pc.named_policy +
-                           "': a pool following the policy directory is added or changed "
-                           "on restart only");
+                           pc.named_policy + "', and no policy directory is running");
+    if (!pc.named_policy.empty())
+      resolved->policies = st.policies;
     if (auto applied = resolved_under(*resolved, resolved->policy); !applied)
       return applied.error().wrap("reconfigure");
     fresh[i].cfg = std::move(*resolved);
@@ -754,10 +754,55 @@ supervisor_internal_actor::behavior_type supervisor_impl(supervisor_ptr self, su
         self->send(self->state.audit, make_policy_rejection(r)); // rare: not credited
     },
     [=](reconfigure_atom, std::vector<pool_config>& pools) -> caf::result<pools_change> {
-      auto change = reconfigure(self, std::move(pools));
-      if (!change)
-        return make_error(castellan_errc::invalid_request, change.error().describe());
-      return std::move(*change);
+      auto& s = self->state;
+      // A pool that names a policy of the directory runs its current
+      // snapshot: asked for first (a kept pool keeps the one it runs).
+      std::vector<std::size_t> need;
+      for (std::size_t i = 0; i < pools.size(); ++i) {
+        if (pools[i].named_policy.empty())
+          continue;
+        auto known = s.pools.find(pools[i].name);
+        if (known == s.pools.end() || known->second.cfg.named_policy != pools[i].named_policy)
+          need.push_back(i);
+      }
+      if (need.empty() || !s.policies) {
+        auto change = reconfigure(self, std::move(pools));
+        if (!change)
+          return make_error(castellan_errc::invalid_request, change.error().describe());
+        return std::move(*change);
+      }
+      auto rp = self->make_response_promise<pools_change>();
+      auto list = std::make_shared<std::vector<pool_config>>(std::move(pools));
+      auto remaining = std::make_shared<std::size_t>(need.size());
+      auto failed = std::make_shared<std::string>();
+      auto finish = [=]() mutable {
+        if (--*remaining != 0)
+          return;
+        if (!failed->empty()) {
+          rp.deliver(make_error(castellan_errc::invalid_request, "reconfigure: " + *failed));
+          return;
+        }
+        auto change = reconfigure(self, std::move(*list));
+        if (!change)
+          rp.deliver(make_error(castellan_errc::invalid_request, change.error().describe()));
+        else
+          rp.deliver(std::move(*change));
+      };
+      for (auto i : need)
+        self->request(s.policies, std::chrono::seconds(30), policy_get_atom::value,
+                      (*list)[i].named_policy)
+          .then(
+            [=](policy_snapshot& snap) mutable {
+              (*list)[i].policy = std::move(snap.policy);
+              finish();
+            },
+            [=](caf::error& err) mutable {
+              if (failed->empty())
+                *failed = "pool " + (*list)[i].name + ": policy '" + (*list)[i].named_policy +
+                          "': " + self->system().render(err);
+              finish();
+            });
+      return rp;
     },
     [=](pool_idle_atom, const std::string& name, uint64_t generation) {
       auto& s = self->state;
