@@ -439,6 +439,11 @@ struct api_service::state final : api_responder {
   }
 };
 
+void api_service::set_default_pool(std::string name) {
+  std::lock_guard<std::mutex> guard(state_->m);
+  state_->default_pool = std::move(name);
+}
+
 outcome<std::unique_ptr<api_service>>
 api_service::start(caf::actor_system& sys, supervisor_actor supervisor, api_options opts) {
   auto st = std::make_shared<state>();

@@ -70,6 +70,10 @@ public:
   /// Execs in flight (admitted, not yet answered).
   std::size_t in_flight() const;
 
+  /// Where a request that names no pool runs from now on (a reloaded config
+  /// made another pool the first). Thread-safe.
+  void set_default_pool(std::string name);
+
   /// Closes the listeners and connections, removes the unix sockets and
   /// stops the api_actor. Idempotent.
   void stop();

@@ -60,9 +60,7 @@ outcome<std::string> default_listen() {
 
 /// SIGTERM, SIGINT and SIGHUP, blocked in this thread and every thread
 /// started after (create it before the actor system), read from a
-/// signalfd. SIGHUP, the usual reload signal, has no config to reload
-/// yet: it is reported and ignored rather than ending the daemon without
-/// a drain (its default action).
+/// signalfd. SIGHUP reloads the pools of --config (reload_config).
 class termination_signals {
 public:
   termination_signals() {
@@ -101,7 +99,7 @@ private:
 /// every error of the file is printed; false if there was one.
 bool load_config_file(const serve_options& o, supervisor_config& sc,
                       std::vector<std::string>& listen, uint64_t& drain_grace_ms,
-                      api::api_options& api_opts) {
+                      api::api_options& api_opts, config::serve_config& in_force) {
   const auto loaded = config::load_serve_config(o.config_file);
   for (const auto& w : loaded.warnings)
     std::cerr << w.describe() << '\n';
@@ -127,6 +125,7 @@ bool load_config_file(const serve_options& o, supervisor_config& sc,
     return false;
   }
   sc = std::move(*made);
+  in_force = loaded.config;
   const auto& auth = loaded.config.auth;
   if (listen.empty()) {
     listen = loaded.config.listen;
@@ -156,6 +155,57 @@ bool load_config_file(const serve_options& o, supervisor_config& sc,
   return true;
 }
 
+/// SIGHUP: reads `o.config_file` again and gives the supervisor its pools.
+/// A file that does not load, or pools that do not start, change nothing
+/// (every error is printed); what only a restart changes is said.
+void reload_config(const serve_options& o, caf::actor_system& sys, const supervisor_actor& sup,
+                   api::api_service& api, config::serve_config& in_force) {
+  if (o.config_file.empty()) {
+    std::cerr << "castellan: SIGHUP: no config file to reload (started without --config)\n";
+    return;
+  }
+  const auto loaded = config::load_serve_config(o.config_file);
+  for (const auto& w : loaded.warnings)
+    std::cerr << w.describe() << '\n';
+  const std::string kept = "; the config in force is kept\n";
+  if (!loaded.ok()) {
+    for (const auto& e : loaded.errors)
+      std::cerr << e.describe() << '\n';
+    std::cerr << "castellan: SIGHUP: " << o.config_file << ": " << loaded.errors.size()
+              << (loaded.errors.size() == 1 ? " error" : " errors") << kept;
+    return;
+  }
+  auto made = config::to_supervisor_config(loaded.config);
+  if (!made) {
+    std::cerr << "castellan: SIGHUP: " << o.config_file << ": " << made.error().describe() << kept;
+    return;
+  }
+  std::string why;
+  pools_change change;
+  caf::scoped_actor ask{sys};
+  ask->request(sup, std::chrono::seconds(120), reconfigure_atom::value, std::move(made->pools))
+    .receive([&](pools_change& c) { change = std::move(c); },
+             [&](caf::error& err) { why = sys.render(err); });
+  if (!why.empty()) {
+    std::cerr << "castellan: SIGHUP: " << o.config_file << ": " << why << kept;
+    return;
+  }
+  api.set_default_pool(loaded.config.pools.front().spec.name);
+  std::cerr << "castellan: SIGHUP: reloaded " << o.config_file << ": " << describe(change) << "\n";
+  // Only the pools follow a reload; these are bound or opened once.
+  const auto& was = in_force;
+  const auto& now = loaded.config;
+  if (now.listen != was.listen)
+    std::cerr << "castellan: SIGHUP: listen: changes take effect on restart\n";
+  if (now.state_dir != was.state_dir)
+    std::cerr << "castellan: SIGHUP: state_dir: changes take effect on restart\n";
+  if (now.tls.cert_file != was.tls.cert_file || now.tls.key_file != was.tls.key_file)
+    std::cerr << "castellan: SIGHUP: tls: changes take effect on restart\n";
+  if (now.auth.tokens_file != was.auth.tokens_file)
+    std::cerr << "castellan: SIGHUP: auth.tokens_file: changes take effect on restart\n";
+  in_force = loaded.config;
+}
+
 int run_serve(const serve_options& o) {
   if (!o.config_file.empty() && o.pool_flags) {
     std::cerr << "castellan serve: --config describes the pools: give pool flags (--pool-size, "
@@ -166,8 +216,9 @@ int run_serve(const serve_options& o) {
   std::vector<std::string> texts = o.listen;
   uint64_t drain_grace_ms = o.drain_grace_ms;
   api::api_options api_opts;
+  config::serve_config in_force;
   if (!o.config_file.empty()) {
-    if (!load_config_file(o, sc, texts, drain_grace_ms, api_opts))
+    if (!load_config_file(o, sc, texts, drain_grace_ms, api_opts, in_force))
       return usage_exit_code;
   } else {
     auto pc = default_pool(o);
@@ -232,8 +283,7 @@ int run_serve(const serve_options& o) {
 
   int sig = signals.wait();
   while (sig == SIGHUP) {
-    std::cerr << "castellan: SIGHUP: reloading the config is not supported yet (policy files "
-                 "reload by themselves); ignored\n";
+    reload_config(o, sys, *sup, **api, in_force);
     sig = signals.wait();
   }
   std::cerr << "castellan: " << (sig == SIGINT ? "SIGINT" : "SIGTERM") << ": draining ("

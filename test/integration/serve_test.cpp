@@ -19,6 +19,7 @@
 #include <fstream>
 #include <functional>
 #include <future>
+#include <map>
 #include <string>
 #include <thread>
 
@@ -181,11 +182,102 @@ BOOST_AUTO_TEST_CASE(a_second_server_on_a_live_socket_is_refused) {
   BOOST_TEST(first.wait() == 0);
 }
 
-BOOST_AUTO_TEST_CASE(sighup_is_ignored_and_a_killed_servers_socket_is_taken_over) {
+BOOST_AUTO_TEST_CASE(sighup_reloads_the_pools_and_keeps_execs_in_flight) {
+  char tmpl[] = "/tmp/castellan-serve-reload-XXXXXX";
+  BOOST_REQUIRE(::mkdtemp(tmpl) != nullptr);
+  const std::string dir = tmpl;
+  const std::string file = dir + "/castellan.toml";
+  const std::string head = "state_dir = \"" + dir + "/state\"\n\n";
+  std::ofstream{file} << head << "[[pools]]\nname = \"a\"\nsize = 1\n\n"
+                      << "[[pools]]\nname = \"b\"\nsize = 1\n";
+  serve_process serve({"--config", file});
+  serve.first_line();
+  auto names = [&] {
+    http_client c(serve.socket_path);
+    std::map<std::string, int> out;
+    const auto body = nlohmann::json::parse(c.get("/v1/pools").body);
+    for (const auto& p : body["pools"])
+      out[p["name"].get<std::string>()] = p["size"].get<int>();
+    return out;
+  };
+  // An exec held on b, which the reload removes.
+  const std::string tag = castellan::test::unique_task_name("cksrr");
+  const std::string code = castellan::test::python_set_task_name(tag) +
+                           "import signal\n"
+                           "signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGUSR1})\n"
+                           "print('waiting', flush=True)\n"
+                           "signal.sigwait({signal.SIGUSR1})\n"
+                           "print('finished')\n";
+  auto in_flight = std::async(std::launch::async, [&] {
+    http_client c(serve.socket_path);
+    return c.post("/v1/exec", {{"code", code}, {"pool", "b"}});
+  });
+  std::vector<pid_t> tasks;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while ((tasks = castellan::test::tasks_named(tag)).empty()) {
+    BOOST_REQUIRE_MESSAGE(std::chrono::steady_clock::now() < deadline, "the exec never started");
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  BOOST_REQUIRE(castellan::test::wait_until_task_in_syscall(tag, 128 /* rt_sigtimedwait */));
+
+  std::ofstream{file} << head << "[[pools]]\nname = \"a\"\nsize = 2\n\n"
+                      << "[[pools]]\nname = \"c\"\nsize = 1\n";
+  BOOST_REQUIRE(::kill(serve.pid, SIGHUP) == 0);
+  auto said = serve.wait_for_stderr("castellan: SIGHUP: reloaded");
+  said += serve.wait_for_stderr("\n");
+  BOOST_TEST(said.find("added c; removed b; resized a") != std::string::npos, said);
+  wait_until(serve.socket_path, "/v1/pools", [](const http_reply& r) {
+    const auto body = r.json();
+    for (const auto& p : body["pools"])
+      if (p["name"] == "a" && p["size"] == 2)
+        return true;
+    return false;
+  });
+  BOOST_TEST((names() == std::map<std::string, int>{{"a", 2}, {"c", 1}}));
+  {
+    http_client c(serve.socket_path);
+    auto gone = c.post("/v1/exec", {{"code", "print(1)"}, {"pool", "b"}});
+    BOOST_TEST(gone.status == 404u, gone.body);
+    BOOST_TEST(gone.error_code() == "unknown_pool");
+    auto added = c.post("/v1/exec", {{"code", "print('c')"}, {"pool", "c"}});
+    BOOST_TEST(added.status == 200u, added.body);
+    BOOST_TEST(added.json()["stdout"] == "c\n");
+  }
+  // The exec held on b is answered once, with all its output.
+  for (pid_t t : tasks)
+    ::kill(t, SIGUSR1);
+  auto done = in_flight.get();
+  BOOST_REQUIRE_MESSAGE(done.status == 200u, done.body);
+  BOOST_TEST(done.json()["stdout"] == "waiting\nfinished\n");
+  BOOST_TEST(done.json()["error_class"] == "ok");
+
+  // A broken file: every error printed, the pools as they were.
+  std::ofstream{file} << head << "[[pools]]\nname = \"a\"\nsize = 0\ncolour = \"red\"\n";
+  BOOST_REQUIRE(::kill(serve.pid, SIGHUP) == 0);
+  auto refused = serve.wait_for_stderr("the config in force is kept");
+  BOOST_TEST(refused.find(file + ":5:8: pools[0].size: 0: must be between 1 and 1024") !=
+                 std::string::npos,
+             refused);
+  BOOST_TEST(refused.find(file + ":6:1: pools[0].colour: \"red\": unknown key") !=
+                 std::string::npos,
+             refused);
+  BOOST_TEST((names() == std::map<std::string, int>{{"a", 2}, {"c", 1}}));
+  {
+    http_client c(serve.socket_path);
+    auto r = c.post("/v1/exec", {{"code", "print(6*7)"}});
+    BOOST_TEST(r.status == 200u, r.body);
+    BOOST_TEST(r.json()["stdout"] == "42\n");
+  }
+  BOOST_REQUIRE(::kill(serve.pid, SIGTERM) == 0);
+  BOOST_TEST(serve.wait() == 0);
+  std::system(("rm -rf '" + dir + "'").c_str());
+}
+
+BOOST_AUTO_TEST_CASE(sighup_without_a_config_and_a_killed_servers_socket_is_taken_over) {
   serve_process first;
   first.first_line();
   BOOST_REQUIRE(::kill(first.pid, SIGHUP) == 0);
-  first.wait_for_stderr("SIGHUP: reloading the config is not supported yet");
+  first.wait_for_stderr("SIGHUP: no config file to reload");
   {
     http_client c(first.socket_path);
     BOOST_TEST(c.get("/v1/health").json()["status"] == "ok");
