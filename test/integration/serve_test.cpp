@@ -223,8 +223,7 @@ BOOST_AUTO_TEST_CASE(sighup_reloads_the_pools_and_keeps_execs_in_flight) {
   std::ofstream{file} << head << "[[pools]]\nname = \"a\"\nsize = 2\n\n"
                       << "[[pools]]\nname = \"c\"\nsize = 1\n";
   BOOST_REQUIRE(::kill(serve.pid, SIGHUP) == 0);
-  auto said = serve.wait_for_stderr("castellan: SIGHUP: reloaded");
-  said += serve.wait_for_stderr("\n");
+  const auto said = serve.wait_for_stderr_line("castellan: SIGHUP: reloaded");
   BOOST_TEST(said.find("added c; removed b; resized a") != std::string::npos, said);
   wait_until(serve.socket_path, "/v1/pools", [](const http_reply& r) {
     const auto body = r.json();

@@ -84,6 +84,16 @@ struct serve_process {
     return seen;
   }
 
+  /// Reads stderr until a whole line holding `text` has arrived; returns
+  /// what was read (30 s safety net). A single read often brings the line and
+  /// its end at once, so waiting for the "\n" separately could wait forever.
+  std::string wait_for_stderr_line(const std::string& text) {
+    std::string seen = wait_for_stderr(text);
+    while (seen.find('\n', seen.find(text)) == std::string::npos)
+      seen += wait_for_stderr("\n");
+    return seen;
+  }
+
   /// The first line it prints (30 s safety net).
   std::string first_line() {
     std::string line;
