@@ -151,6 +151,7 @@ public:
   }
 
   void deliver(http_response r) override {
+    const auto keep = std::move(hold_);
     if (closed_ || pending_ == 0)
       return;
     srv_.pending.erase(pending_);
@@ -217,6 +218,7 @@ public:
   }
 
   void close() override {
+    const auto keep = std::move(hold_);
     if (closed_)
       return;
     closed_ = true;
@@ -349,8 +351,13 @@ private:
   }
 
   void watch() {
-    if (buffer_.size() >= pipeline_cap)
+    if (buffer_.size() >= pipeline_cap) {
+      // Not reading on: no operation of the socket holds the session until
+      // its answer, and it must not go (its client would be left without an
+      // answer, and its place among the open connections kept for ever).
+      hold_ = this->shared_from_this();
       return;
+    }
     watching_ = true;
     socket_.async_read_some(
         buffer_.prepare(4096),
@@ -484,6 +491,10 @@ private:
   bool stream_ended_ = false;
   std::deque<std::string> stream_queue_;
   std::size_t queued_bytes_ = 0;
+  /// The session itself while a request waits for its answer with nothing
+  /// read from the socket (the pipelined bytes fill the read-ahead): deliver()
+  /// or close() lets go.
+  std::shared_ptr<session> hold_;
 };
 
 /// The answer to a connection beyond the limit, written without waiting.

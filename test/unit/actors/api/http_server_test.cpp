@@ -17,6 +17,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <thread>
 
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/beast/http.hpp>
@@ -263,6 +264,36 @@ BOOST_AUTO_TEST_CASE(keep_alive_and_pipelined_requests_are_answered_in_order) {
   auto dr = c.read();
   BOOST_TEST(cr.json()["target"] == "/c");
   BOOST_TEST(dr.json()["target"] == "/d");
+}
+
+BOOST_AUTO_TEST_CASE(a_pipeline_beyond_the_read_ahead_is_answered_whole_and_then_closed) {
+  // More pipelined bytes than the server reads ahead (64 KiB): while it
+  // answers the first of them it reads nothing more, and its connection
+  // must live on until every answer is written.
+  echo_server s;
+  const int n = 3000;
+  std::string pipeline;
+  for (int i = 0; i < n; ++i)
+    pipeline += "GET /p" + std::to_string(i) + " HTTP/1.1\r\nHost: x\r\n\r\n";
+  BOOST_REQUIRE_GT(pipeline.size(), 64u * 1024u);
+  http_client c(s.socket_path);
+  // Sent from another thread: the server takes the rest only as the
+  // answers are read here.
+  auto sent = std::async(std::launch::async, [&] { c.send_raw(pipeline); });
+  for (int i = 0; i < n; ++i) {
+    auto r = c.read();
+    BOOST_REQUIRE_MESSAGE(r.status == 200u, "answer " << i << ": " << r.error.message());
+    BOOST_REQUIRE_EQUAL(r.json()["target"].get<std::string>(), "/p" + std::to_string(i));
+  }
+  sent.get();
+  c.close();
+  // And the connection is counted out once its client goes.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (s.server->connections() != 0) {
+    BOOST_REQUIRE_MESSAGE(std::chrono::steady_clock::now() < deadline,
+                          s.server->connections() << " connections still counted");
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
 }
 
 BOOST_AUTO_TEST_CASE(expect_100_continue_is_answered_before_the_body) {
