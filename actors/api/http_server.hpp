@@ -30,7 +30,7 @@ struct http_limits {
   /// a response must be taken by the client within it too. Beyond: closed.
   std::chrono::milliseconds read_timeout{10000};
   /// Connections open at once; one more is answered 503 and closed.
-  std::size_t max_connections = 256;
+  std::size_t max_connections = 1024;
 };
 
 /// Who may connect to the unix sockets: the file's mode and group, set

@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -25,6 +26,7 @@
 #include "actors/interfaces.hpp"
 #include "apps/castellan/cli_context.hpp"
 #include "apps/castellan/default_pool.hpp"
+#include "apps/castellan/fd_limit.hpp"
 #include "config/config_loader.hpp"
 #include "config/listen_check.hpp"
 #include "config/supervisor_setup.hpp"
@@ -41,7 +43,8 @@ struct serve_options : pool_options {
   std::vector<std::string> listen;
   uint64_t drain_grace_ms = 10000;
   uint64_t max_body_bytes = 4 * 1024 * 1024;
-  uint64_t max_connections = 256;
+  uint64_t max_connections = 1024;
+  uint64_t read_timeout_ms = 10000;
 };
 
 /// With no --listen: /run/castellan/castellan.sock as root (the directory
@@ -253,6 +256,9 @@ int run_serve(const serve_options& o) {
   api_opts.policy_dir = sc.policy_pools.policy_dir;
   api_opts.limits.body_bytes = o.max_body_bytes;
   api_opts.limits.max_connections = o.max_connections;
+  api_opts.limits.read_timeout = std::chrono::milliseconds(o.read_timeout_ms);
+  if (auto warning = raise_fd_limit(o.max_connections); !warning.empty())
+    std::cerr << "castellan serve: " << warning << "\n";
 
   termination_signals signals;
   if (!signals.ok()) {
@@ -333,8 +339,14 @@ void add_serve_command(CLI::App& app, cli_context& ctx) {
       ->check(CLI::Range(uint64_t{1024}, uint64_t{1} << 30));
   serve
       ->add_option("--max-connections", opts->max_connections,
-                   "Connections open at once (default 256; beyond: 503 and closed)")
+                   "Connections open at once (default 1024; beyond: 503 and closed)")
       ->check(CLI::Range(uint64_t{1}, uint64_t{65536}));
+  serve
+      ->add_option("--read-timeout-ms", opts->read_timeout_ms,
+                   "How long a request may take to arrive whole, an idle kept-alive "
+                   "connection may wait for its next one, and a client may take to read its "
+                   "response; beyond: closed (default 10000)")
+      ->check(CLI::Range(uint64_t{100}, uint64_t{3600000}));
   serve->callback([opts, &ctx, pool_flags, drain] {
     opts->pool_flags = std::any_of(pool_flags.begin(), pool_flags.end(),
                                    [](const CLI::Option* f) { return f->count() > 0; });
