@@ -5,7 +5,21 @@
 namespace castellan::api {
 
 access_control::access_control(std::vector<token_entry> tokens)
-    : tokens_file_(true), tokens_(std::move(tokens)), in_flight_(tokens_.size(), 0) {}
+    : tokens_file_(true), tokens_(std::move(tokens)) {}
+
+void access_control::replace(std::vector<token_entry> tokens) {
+  tokens_file_ = true;
+  tokens_ = std::move(tokens);
+}
+
+const token_entry* access_control::entry(const caller& who) const {
+  if (who.type != caller::kind::token)
+    return nullptr;
+  for (const auto& e : tokens_)
+    if (same_digest(e.sha256, who.digest))
+      return &e;
+  return nullptr;
+}
 
 caller access_control::identify(std::string_view authorization, bool token_required) const {
   caller c;
@@ -21,11 +35,12 @@ caller access_control::identify(std::string_view authorization, bool token_requi
   // Every entry is compared, so the time says nothing about which matched
   // or how many digests there are before it.
   bool found = false;
-  for (std::size_t i = 0; i < tokens_.size(); ++i) {
-    const bool same = same_digest(d, tokens_[i].sha256);
+  for (const auto& e : tokens_) {
+    const bool same = same_digest(d, e.sha256);
     if (same && !found) {
       found = true;
-      c.token = i;
+      c.digest = e.sha256;
+      c.name = e.name;
     }
   }
   if (found)
@@ -36,29 +51,37 @@ caller access_control::identify(std::string_view authorization, bool token_requi
 bool access_control::may_use(const caller& who, std::string_view pool) const {
   if (who.type != caller::kind::token)
     return true;
-  const auto& e = tokens_[who.token];
-  return !e.pools || std::find(e.pools->begin(), e.pools->end(), pool) != e.pools->end();
+  const token_entry* e = entry(who);
+  return e != nullptr &&
+         (!e->pools || std::find(e->pools->begin(), e->pools->end(), pool) != e->pools->end());
 }
 
 admission access_control::admit(const caller& who, std::string_view pool) {
   if (who.type != caller::kind::token)
     return admission::admitted;
-  const auto& e = tokens_[who.token];
   if (!may_use(who, pool))
     return admission::pool_not_allowed;
-  if (e.max_concurrent != 0 && in_flight_[who.token] >= e.max_concurrent)
+  const uint32_t limit = entry(who)->max_concurrent;
+  uint32_t& count = in_flight_[who.digest];
+  if (limit != 0 && count >= limit)
     return admission::too_many_execs;
-  ++in_flight_[who.token];
+  ++count;
   return admission::admitted;
 }
 
 void access_control::release(const caller& who) {
-  if (who.type == caller::kind::token && in_flight_[who.token] > 0)
-    --in_flight_[who.token];
+  if (who.type != caller::kind::token)
+    return;
+  auto it = in_flight_.find(who.digest);
+  if (it != in_flight_.end() && --it->second == 0)
+    in_flight_.erase(it);
 }
 
 uint32_t access_control::in_flight(const caller& who) const {
-  return who.type == caller::kind::token ? in_flight_[who.token] : 0;
+  if (who.type != caller::kind::token)
+    return 0;
+  auto it = in_flight_.find(who.digest);
+  return it == in_flight_.end() ? 0 : it->second;
 }
 
 } // namespace castellan::api

@@ -3,10 +3,13 @@
 /// @file access_control.hpp
 /// Who may do what through the API: the tokens of the tokens file (their
 /// names, digests, pool allowlists and concurrency limits) and the
-/// decisions made from them. Not synchronised: api_service calls it under
-/// its own lock.
+/// decisions made from them. A token is known by its digest, not by its
+/// place in the file, so that a reload (replace()) keeps the execs in
+/// flight counted against the token that admitted them. Not synchronised:
+/// api_service calls it under its own lock.
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -35,7 +38,8 @@ struct caller {
     invalid,   ///< a token that matches no entry, or a malformed Authorization header (401)
   };
   kind type = kind::anonymous;
-  std::size_t token = 0;
+  token_digest digest{}; ///< the token's (type == token)
+  std::string name;      ///< its entry's name when it was identified (type == token)
 
   bool allowed() const { return type == kind::anonymous || type == kind::token; }
 };
@@ -66,7 +70,7 @@ public:
   caller identify(std::string_view authorization, bool token_required) const;
 
   /// Whether `who` may use `pool`: always without a token, else when the
-  /// token's allowlist (if any) names it.
+  /// token is still in the file and its allowlist (if any) names it.
   bool may_use(const caller& who, std::string_view pool) const;
 
   /// Decides whether `who` may start an exec on `pool` (the pool the
@@ -76,16 +80,23 @@ public:
   /// An exec admit() counted is answered.
   void release(const caller& who);
 
-  /// The token's entry (who.type == token).
-  const token_entry& entry(const caller& who) const { return tokens_[who.token]; }
+  /// The token's entry as the tokens file says now; nullptr when `who`
+  /// has no token, or its token left the file since it was identified.
+  const token_entry* entry(const caller& who) const;
 
   /// The token's execs in flight.
   uint32_t in_flight(const caller& who) const;
 
+  /// The tokens file was read again: its entries replace these. A token
+  /// that stays keeps its execs in flight (counted against its new
+  /// limit); one that left admits nothing more, and its execs in flight
+  /// still release when answered.
+  void replace(std::vector<token_entry> tokens);
+
 private:
   bool tokens_file_ = false;
   std::vector<token_entry> tokens_;
-  std::vector<uint32_t> in_flight_; ///< by token index
+  std::map<token_digest, uint32_t> in_flight_; ///< by token; no entry: none
 };
 
 } // namespace castellan::api

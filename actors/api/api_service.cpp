@@ -118,7 +118,7 @@ struct in_flight_exec {
 bool may_cancel(const in_flight_exec& exec, const caller& who) {
   if (who.type != caller::kind::token)
     return true;
-  return exec.owner.type == caller::kind::token && exec.owner.token == who.token;
+  return exec.owner.type == caller::kind::token && exec.owner.digest == who.digest;
 }
 
 /// The key of a client's id in by_client_id: ids are the caller's own, so
@@ -126,7 +126,7 @@ bool may_cancel(const in_flight_exec& exec, const caller& who) {
 std::string client_key(const caller& who, const std::string& id) {
   if (who.type != caller::kind::token)
     return "-" + id;
-  return std::to_string(who.token) + "-" + id;
+  return to_hex(who.digest) + "-" + id;
 }
 
 /// `text` as a decimal exec id, or 0 when it is not one.
@@ -368,7 +368,7 @@ struct api_service::state final : api_responder {
       if (!er.policy.empty() && !access.may_use(who, default_pool)) {
         srv->respond(req.id,
                      json_response(403, error_body("pool_not_allowed",
-                                                   "token '" + access.entry(who).name +
+                                                   "token '" + who.name +
                                                        "' may not use pool '" + default_pool +
                                                        "', whose settings a request policy's "
                                                        "own pool is made from",
@@ -380,7 +380,7 @@ struct api_service::state final : api_responder {
         break;
       case admission::pool_not_allowed: {
         http_response r = json_response(403, error_body("pool_not_allowed",
-                                                        "token '" + access.entry(who).name +
+                                                        "token '" + who.name +
                                                             "' may not use pool '" + pool + "'",
                                                         er.pool.empty() ? "" : "/pool"));
         srv->respond(req.id, std::move(r));
@@ -388,8 +388,8 @@ struct api_service::state final : api_responder {
       }
       case admission::too_many_execs:
         srv->respond(req.id, error_response(429, "too_many_execs",
-                                            "token '" + access.entry(who).name + "' has " +
-                                                std::to_string(access.entry(who).max_concurrent) +
+                                            "token '" + who.name + "' has " +
+                                                std::to_string(access.entry(who)->max_concurrent) +
                                                 " execs in flight, its max_concurrent"));
         return;
       }
@@ -442,6 +442,11 @@ struct api_service::state final : api_responder {
 void api_service::set_default_pool(std::string name) {
   std::lock_guard<std::mutex> guard(state_->m);
   state_->default_pool = std::move(name);
+}
+
+void api_service::replace_tokens(std::vector<token_entry> tokens) {
+  std::lock_guard<std::mutex> guard(state_->m);
+  state_->access.replace(std::move(tokens));
 }
 
 outcome<std::unique_ptr<api_service>>

@@ -74,6 +74,11 @@ public:
   /// made another pool the first). Thread-safe.
   void set_default_pool(std::string name);
 
+  /// The tokens file was read again (a reload): its entries decide every
+  /// request from now on; execs in flight stay counted against their
+  /// token (access_control::replace). Thread-safe.
+  void replace_tokens(std::vector<token_entry> tokens);
+
   /// Closes the listeners and connections, removes the unix sockets and
   /// stops the api_actor. Idempotent.
   void stop();

@@ -158,9 +158,10 @@ bool load_config_file(const serve_options& o, supervisor_config& sc,
   return true;
 }
 
-/// SIGHUP: reads `o.config_file` again and gives the supervisor its pools.
-/// A file that does not load, or pools that do not start, change nothing
-/// (every error is printed); what only a restart changes is said.
+/// SIGHUP: reads `o.config_file` again and gives the supervisor its pools
+/// and the API the tokens file's entries. A file that does not load, or
+/// pools that do not start, change nothing (every error is printed); what
+/// only a restart changes is said.
 void reload_config(const serve_options& o, caf::actor_system& sys, const supervisor_actor& sup,
                    api::api_service& api, config::serve_config& in_force) {
   if (o.config_file.empty()) {
@@ -194,19 +195,33 @@ void reload_config(const serve_options& o, caf::actor_system& sys, const supervi
     return;
   }
   api.set_default_pool(loaded.config.pools.front().spec.name);
-  std::cerr << "castellan: SIGHUP: reloaded " << o.config_file << ": " << describe(change) << "\n";
-  // Only the pools follow a reload; these are bound or opened once.
   const auto& was = in_force;
-  const auto& now = loaded.config;
+  auto now = loaded.config;
+  // Tokens are re-read, so that one can be added or revoked without a
+  // restart (before the line that says the reload is done: a token revoked
+  // is refused from then on). Whether there is a tokens file at all decides
+  // what the listeners bound at start admit, so that waits for a restart.
+  const bool tokens_file_changed = now.auth.tokens_file.empty() != was.auth.tokens_file.empty();
+  if (tokens_file_changed)
+    now.auth = was.auth;
+  else if (!now.auth.tokens_file.empty())
+    api.replace_tokens(now.auth.tokens);
+  std::cerr << "castellan: SIGHUP: reloaded " << o.config_file << ": " << describe(change) << "\n";
+  if (tokens_file_changed)
+    std::cerr << "castellan: SIGHUP: auth.tokens_file: "
+              << (was.auth.tokens_file.empty() ? "adding" : "removing")
+              << " the tokens file takes effect on restart; the tokens in force are kept\n";
+  else if (!now.auth.tokens_file.empty())
+    std::cerr << "castellan: SIGHUP: tokens: " << now.auth.tokens.size() << " from "
+              << now.auth.tokens_file << "\n";
+  // These are bound or opened once, at start.
   if (now.listen != was.listen)
     std::cerr << "castellan: SIGHUP: listen: changes take effect on restart\n";
   if (now.state_dir != was.state_dir)
     std::cerr << "castellan: SIGHUP: state_dir: changes take effect on restart\n";
   if (now.tls.cert_file != was.tls.cert_file || now.tls.key_file != was.tls.key_file)
     std::cerr << "castellan: SIGHUP: tls: changes take effect on restart\n";
-  if (now.auth.tokens_file != was.auth.tokens_file)
-    std::cerr << "castellan: SIGHUP: auth.tokens_file: changes take effect on restart\n";
-  in_force = loaded.config;
+  in_force = std::move(now);
 }
 
 int run_serve(const serve_options& o) {

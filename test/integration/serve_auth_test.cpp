@@ -137,6 +137,20 @@ struct daemon_process {
     return err_seen;
   }
 
+  /// Waits until stderr has said `text` on a whole line (30 s safety net).
+  void wait_err(const std::string& text) {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+    for (;;) {
+      const auto at = drain_err().find(text);
+      if (at != std::string::npos && err_seen.find('\n', at) != std::string::npos)
+        return;
+      BOOST_REQUIRE_MESSAGE(std::chrono::steady_clock::now() < deadline,
+                            "stderr never said '" << text << "': " << err_seen);
+      pollfd p{err, POLLIN, 0};
+      ::poll(&p, 1, 100);
+    }
+  }
+
   int stop() {
     if (exit_status >= 0)
       return exit_status;
@@ -308,6 +322,79 @@ BOOST_AUTO_TEST_CASE(tokens_guard_tcp_and_a_token_has_its_pools_and_its_limit) {
   BOOST_TEST(d.stop() == 0);
   // No token reached the daemon's output.
   for (const auto* t : {&ci.token, &ops.token})
+    BOOST_TEST(d.err_seen.find(*t) == std::string::npos, d.err_seen);
+}
+
+BOOST_AUTO_TEST_CASE(sighup_rereads_the_tokens_file) {
+  work_dir dir;
+  auto stays = make_token({"--name", "stays", "--max-concurrent", "2"});
+  auto revoked = make_token({"--name", "revoked"});
+  auto added = make_token({"--name", "added"});
+  dir.write("tokens.toml", stays.entry + "\n" + revoked.entry);
+  const std::string config =
+      dir.write("castellan.toml",
+                "listen = [\"tcp:127.0.0.1:0\"]\n"
+                "state_dir = \"" +
+                    dir.path +
+                    "/state\"\n"
+                    "[auth]\ntokens_file = \"tokens.toml\"\n"
+                    "allow_plaintext_loopback = true\n"
+                    // two workers held, one for the execs meanwhile
+                    "[[pools]]\nname = \"alpha\"\nsize = 3\nmode = \"shared\"\n",
+                0644);
+  daemon_process d({"--config", config});
+  const uint16_t port = d.port_of(d.line());
+  auto exec_as = [&](const new_token& t, const std::string& code) {
+    return tcp_request(port, "POST", "/v1/exec", exec_body(code), bearer(t.token));
+  };
+  BOOST_TEST(exec_as(added, "print(0)").status == 401u, "not in the file yet");
+  // One exec of each token that is in the file, held through the reload.
+  const std::string tag_s = castellan::test::unique_task_name("cktks");
+  const std::string tag_r = castellan::test::unique_task_name("cktkr");
+  auto held_s = std::async(std::launch::async, [&] { return exec_as(stays, held_code(tag_s)); });
+  auto held_r = std::async(std::launch::async, [&] { return exec_as(revoked, held_code(tag_r)); });
+  auto tasks = wait_for_task(tag_s);
+  for (pid_t t : wait_for_task(tag_r))
+    tasks.push_back(t);
+
+  // The new file: `revoked` is gone, `added` arrives, `stays` may have one
+  // exec in flight where it had two.
+  auto narrowed = stays.entry;
+  narrowed.replace(narrowed.find("max_concurrent = 2"), 18, "max_concurrent = 1");
+  dir.write("tokens.toml", narrowed + "\n" + added.entry);
+  BOOST_REQUIRE(::kill(d.pid, SIGHUP) == 0);
+  d.wait_err("castellan: SIGHUP: tokens: 2 from " + dir.path + "/tokens.toml");
+
+  auto gone = exec_as(revoked, "print(1)");
+  BOOST_TEST(gone.status == 401u, gone.body);
+  BOOST_TEST(gone.www_authenticate.find("error=\"invalid_token\"") != std::string::npos);
+  auto fresh = exec_as(added, "print(2)");
+  BOOST_TEST(fresh.status == 200u, fresh.body);
+  BOOST_TEST(fresh.json()["stdout"] == "2\n");
+  // `stays` has its held exec counted against its new limit of 1.
+  auto beyond = exec_as(stays, "print(3)");
+  BOOST_TEST(beyond.status == 429u, beyond.body);
+  BOOST_TEST(beyond.error_message() == "token 'stays' has 1 execs in flight, its max_concurrent");
+
+  // Both held execs finish, the revoked token's included; then `stays` has
+  // room again.
+  for (pid_t t : tasks)
+    ::kill(t, SIGUSR1);
+  for (auto* held : {&held_s, &held_r}) {
+    auto r = held->get();
+    BOOST_TEST(r.status == 200u, r.body);
+    BOOST_TEST(r.json()["stdout"] == "released\n");
+  }
+  BOOST_TEST(exec_as(stays, "print(4)").status == 200u);
+
+  // A tokens file that does not load keeps the tokens in force.
+  dir.write("tokens.toml", "[[tokens]]\nname = \"broken\"\n");
+  BOOST_REQUIRE(::kill(d.pid, SIGHUP) == 0);
+  d.wait_err("the config in force is kept");
+  BOOST_TEST(exec_as(added, "print(5)").status == 200u);
+  BOOST_TEST(exec_as(revoked, "print(6)").status == 401u);
+  BOOST_TEST(d.stop() == 0);
+  for (const auto* t : {&stays.token, &revoked.token, &added.token})
     BOOST_TEST(d.err_seen.find(*t) == std::string::npos, d.err_seen);
 }
 

@@ -36,10 +36,13 @@ BOOST_AUTO_TEST_CASE(who_a_request_is) {
   auto ac = two_tokens();
   auto ci = ac.identify("Bearer cst_ci", true);
   BOOST_TEST((ci.type == caller::kind::token));
-  BOOST_TEST(ac.entry(ci).name == "ci");
+  BOOST_TEST(ci.name == "ci");
+  BOOST_REQUIRE(ac.entry(ci) != nullptr);
+  BOOST_TEST(ac.entry(ci)->max_concurrent == 2u);
   auto ops = ac.identify("Bearer cst_ops", false);
   BOOST_TEST((ops.type == caller::kind::token));
-  BOOST_TEST(ac.entry(ops).name == "ops");
+  BOOST_TEST(ops.name == "ops");
+  BOOST_TEST(ac.entry(caller{}) == nullptr);
   // Where a token is needed: none is missing, a wrong one invalid.
   BOOST_TEST((ac.identify("", true).type == caller::kind::missing));
   BOOST_TEST((ac.identify("Bearer cst_nope", true).type == caller::kind::invalid));
@@ -107,6 +110,45 @@ BOOST_AUTO_TEST_CASE(an_empty_allowlist_allows_no_pool) {
   access_control ac({entry("watcher", "cst_w", std::vector<std::string>{})});
   auto w = ac.identify("Bearer cst_w", true);
   BOOST_TEST((ac.admit(w, "default") == admission::pool_not_allowed));
+}
+
+BOOST_AUTO_TEST_CASE(a_reload_keeps_the_counts_of_the_tokens_that_stay) {
+  auto ac = two_tokens();
+  auto ci = ac.identify("Bearer cst_ci", true);
+  auto ops = ac.identify("Bearer cst_ops", true);
+  BOOST_TEST((ac.admit(ci, "default") == admission::admitted));
+  BOOST_TEST((ac.admit(ops, "default") == admission::admitted));
+  // The new file: ci moves to the end with a limit of 1 and a new name,
+  // ops is gone, ci's old allowlist widens, a new token arrives.
+  ac.replace({entry("new", "cst_new"),
+              entry("ci-renamed", "cst_ci", std::vector<std::string>{"default", "gpu"}, 1)});
+  // ci is still the same token: its exec in flight counts against the new
+  // limit, and the caller identified before the reload finds its new entry.
+  BOOST_TEST(ac.in_flight(ci) == 1u);
+  BOOST_TEST((ac.admit(ci, "gpu") == admission::too_many_execs));
+  BOOST_REQUIRE(ac.entry(ci) != nullptr);
+  BOOST_TEST(ac.entry(ci)->name == "ci-renamed");
+  auto ci_now = ac.identify("Bearer cst_ci", true);
+  BOOST_TEST(ci_now.name == "ci-renamed");
+  BOOST_TEST(ac.in_flight(ci_now) == 1u);
+  ac.release(ci);
+  BOOST_TEST((ac.admit(ci_now, "gpu") == admission::admitted));
+  // ops left: it is invalid from now on and admits nothing, even when
+  // identified before the reload; its exec in flight still releases.
+  BOOST_TEST((ac.identify("Bearer cst_ops", true).type == caller::kind::invalid));
+  BOOST_TEST(ac.entry(ops) == nullptr);
+  BOOST_TEST(!ac.may_use(ops, "default"));
+  BOOST_TEST((ac.admit(ops, "default") == admission::pool_not_allowed));
+  BOOST_TEST(ac.in_flight(ops) == 1u);
+  ac.release(ops);
+  BOOST_TEST(ac.in_flight(ops) == 0u);
+  // The new token works at once.
+  BOOST_TEST((ac.identify("Bearer cst_new", true).type == caller::kind::token));
+  // A server started without a tokens file that is given one has one.
+  access_control none;
+  none.replace({});
+  BOOST_TEST(none.has_tokens_file());
+  BOOST_TEST((none.identify("", true).type == caller::kind::missing));
 }
 
 BOOST_AUTO_TEST_SUITE_END()
