@@ -4,63 +4,43 @@
 /// side in one run: one shared-mode pool of 4 without a policy (as
 /// bench_exec_latency's shared rows), 1 client and 16 clients. The two are
 /// run in alternating blocks so that both see the same machine load. The
-/// clients keep their connection alive, as a client library would.
+/// clients keep their connection alive, as a client library would. Then
+/// the first byte of the answer to `print(1)` followed by a 20 ms sleep,
+/// streamed (`Accept: text/event-stream`: the printed line's event) against
+/// plain (the whole result, after the sleep), one for one.
 
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <memory>
 #include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
 
-#include <boost/asio/io_context.hpp>
-#include <boost/asio/local/stream_protocol.hpp>
-#include <boost/beast/core/flat_buffer.hpp>
-#include <boost/beast/http.hpp>
 #include <caf/all.hpp>
 
 #include "actors/api/api_service.hpp"
 #include "actors/interfaces.hpp"
+#include "support/api_client.hpp"
 #include "support/percentiles.hpp"
 
 namespace {
 
 using namespace castellan;
 using clock_type = std::chrono::steady_clock;
-namespace http = boost::beast::http;
+using bench::api_client;
 
 double micros_since(clock_type::time_point t0) {
   return std::chrono::duration<double, std::micro>(clock_type::now() - t0).count();
 }
-
-/// One kept-alive connection to the API.
-class api_client {
-public:
-  explicit api_client(const std::string& path) : socket_(io_) {
-    socket_.connect(boost::asio::local::stream_protocol::endpoint(path));
-  }
-  bool exec_pass() {
-    http::request<http::string_body> req{http::verb::post, "/v1/exec", 11};
-    req.set(http::field::host, "localhost");
-    req.set(http::field::content_type, "application/json");
-    req.body() = R"({"code":"pass"})";
-    req.prepare_payload();
-    http::write(socket_, req);
-    http::response<http::string_body> res;
-    http::read(socket_, buffer_, res);
-    return res.result_int() == 200 && res.body().find(R"("error_class":"ok")") != std::string::npos;
-  }
-
-private:
-  boost::asio::io_context io_;
-  boost::asio::local::stream_protocol::socket socket_;
-  boost::beast::flat_buffer buffer_;
-};
 
 struct row {
   bench::samples latency;
@@ -105,6 +85,50 @@ void run_block(caf::actor_system& sys, const supervisor_actor& sup, const std::s
   for (auto& t : threads)
     t.join();
   out.seconds += std::chrono::duration<double>(clock_type::now() - t0).count();
+}
+
+/// One `POST /v1/exec` of `print(1)` then a 20 ms sleep, on a fresh
+/// connection (a streamed answer closes its connection): the time until the
+/// printed line's `stdout` event (streamed) or the answer's first byte
+/// (plain), and whether the answer was whole and right.
+double first_byte_us(const std::string& socket, bool streamed, bool& as_expected) {
+  const std::string body = R"json({"code":"print(1)\nimport time\ntime.sleep(0.02)"})json";
+  const std::string req = std::string("POST /v1/exec HTTP/1.1\r\nHost: localhost\r\n") +
+                          "Content-Type: application/json\r\n" +
+                          (streamed ? "Accept: text/event-stream\r\n" : "") +
+                          "Connection: close\r\nContent-Length: " + std::to_string(body.size()) +
+                          "\r\n\r\n" + body;
+  const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  std::memcpy(addr.sun_path, socket.c_str(), socket.size() + 1);
+  as_expected = false;
+  if (fd < 0 || ::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
+    if (fd >= 0)
+      ::close(fd);
+    return 0;
+  }
+  const auto t = clock_type::now();
+  std::string in;
+  double first = 0;
+  char buf[65536];
+  if (::write(fd, req.data(), req.size()) == static_cast<ssize_t>(req.size())) {
+    for (;;) {
+      const ssize_t n = ::read(fd, buf, sizeof buf);
+      if (n <= 0)
+        break;
+      const bool started = !in.empty();
+      in.append(buf, static_cast<std::size_t>(n));
+      // Plain: the answer's first byte. Streamed: the head goes out with
+      // the first event, but may arrive in a read of its own.
+      if (first == 0 && (streamed ? in.find("event: stdout") != std::string::npos : !started))
+        first = micros_since(t);
+    }
+  }
+  ::close(fd);
+  as_expected = first > 0 && in.find(R"("error_class":"ok")") != std::string::npos &&
+                in.find(R"("stdout":"1\n")") != std::string::npos;
+  return first;
 }
 
 void print(const char* what, row& r) {
@@ -171,6 +195,27 @@ int main(int argc, char** argv) {
     print(a.c_str(), over_api);
     std::printf("%-44s %8.1f\n", "API overhead at p50, us",
                 over_api.latency.percentile(0.5) - embedded.latency.percentile(0.5));
+  }
+  {
+    // Streamed against plain, one for one.
+    bench::samples streamed;
+    bench::samples plain;
+    std::size_t errors = 0;
+    const int n = std::max(10, iterations / 100);
+    for (int i = 0; i < n; ++i) {
+      bool ok = false;
+      streamed.add(first_byte_us(socket, true, ok));
+      errors += !ok;
+      plain.add(first_byte_us(socket, false, ok));
+      errors += !ok;
+    }
+    std::printf("\nfirst byte of the answer to print(1) then sleep(0.02), %d of each, %zu errors\n",
+                n, errors);
+    std::printf("%-44s %8s %8s\n", "", "p50 us", "p99 us");
+    std::printf("%-44s %8.1f %8.1f\n", "Accept: text/event-stream (stdout event)",
+                streamed.percentile(0.5), streamed.percentile(0.99));
+    std::printf("%-44s %8.1f %8.1f\n", "plain (the whole result)", plain.percentile(0.5),
+                plain.percentile(0.99));
   }
   (*service)->stop();
   ::rmdir(dir);
