@@ -75,6 +75,21 @@ typename Inspector::result_type inspect(Inspector& f, policy_event& x) {
            x.rule, x.pid, x.timestamp_ns);
 }
 
+/// Who asked for an exec through the API, as audit records name it
+/// (docs/audit.md). Empty for the embedding program's own execs.
+struct exec_origin {
+  /// The connection: "unix uid=U gid=G pid=P" (the peer's credentials when
+  /// it connected, from the kernel) or "tcp ADDR:PORT".
+  std::string peer;
+  /// The name of the bearer token the request carried; empty: none.
+  std::string token;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, exec_origin& x) {
+  return f(caf::meta::type_name("exec_origin"), x.peer, x.token);
+}
+
 /// Run Python `code`, or, when `argv` is not empty, the command `argv`.
 struct exec_request {
   uint64_t exec_id = 0;    ///< 0: the supervisor assigns one
@@ -103,6 +118,8 @@ struct exec_request {
   /// line-buffered and the worker hands over each piece at once. Null: the
   /// output comes with the result only.
   caf::actor output_sink;
+  /// Who asked (set by the API; the embedding program may leave it empty).
+  exec_origin origin;
   // -- set by the supervisor (whatever a client puts here is replaced) --------
   /// The TIGHTEN frame's payload (docs/wire.md) the pool sends before the
   /// code; empty: none.
@@ -114,7 +131,7 @@ struct exec_request {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, exec_request& x) {
   return f(caf::meta::type_name("exec_request"), x.exec_id, x.code, x.argv, x.timeout_ms, x.pool,
-           x.policy, x.env, x.cwd, x.stdin_data, x.output_sink, x.tightening,
+           x.policy, x.env, x.cwd, x.stdin_data, x.output_sink, x.origin, x.tightening,
            x.policy_name);
 }
 

@@ -396,6 +396,8 @@ struct api_service::state final : api_responder {
       // The API numbers every exec, so that a client that goes away, or a
       // DELETE, can have it cancelled.
       er.exec_id = next_exec_id++;
+      er.origin.peer = req.peer;
+      er.origin.token = who.type == caller::kind::token ? who.name : std::string{};
       in_flight_exec x;
       x.exec_id = er.exec_id;
       x.id = body.id;

@@ -122,8 +122,9 @@ public:
   /// `socket_args` make the Socket: a socket, or a TCP socket and the TLS
   /// context.
   template <class... SocketArgs>
-  session(http_server::impl& srv, bool tcp, SocketArgs&&... socket_args)
+  session(http_server::impl& srv, bool tcp, std::string peer, SocketArgs&&... socket_args)
       : socket_(std::forward<SocketArgs>(socket_args)...), timer_(srv.io), srv_(srv), tcp_(tcp),
+        peer_(std::move(peer)),
         buffer_(srv.limits.header_bytes + pipeline_cap + read_chunk) {}
 
   void start() {
@@ -339,6 +340,7 @@ private:
     out.body = std::move(req.body());
     out.tcp = tcp_;
     out.tls = is_tls;
+    out.peer = peer_;
     keep_alive_ = req.keep_alive();
     version_ = req.version();
     parser_.reset();
@@ -475,6 +477,7 @@ private:
   net::steady_timer timer_;
   http_server::impl& srv_;
   bool tcp_;
+  std::string peer_; ///< http_request::peer
   /// Bounded: Beast limits headers and the body, not the length of a
   /// chunk header, which a client could otherwise make endless.
   beast::flat_buffer buffer_;
@@ -590,6 +593,28 @@ outcome<int> bind_unix(const std::string& path, const unix_socket_access& access
   return fd;
 }
 
+/// Who is at the other end of a unix socket, as the kernel saw them when
+/// they connected (SO_PEERCRED): what audit records name as the origin.
+std::string peer_of(unix_socket& s) {
+  ucred cred{};
+  socklen_t len = sizeof cred;
+  if (::getsockopt(s.native_handle(), SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0)
+    return "unix";
+  return "unix uid=" + std::to_string(cred.uid) + " gid=" + std::to_string(cred.gid) +
+         " pid=" + std::to_string(cred.pid);
+}
+
+/// The address and port a TCP client connects from.
+std::string peer_of(tcp_socket& s) {
+  error_code ec;
+  const auto ep = s.remote_endpoint(ec);
+  if (ec)
+    return "tcp";
+  const auto addr = ep.address();
+  return "tcp " + (addr.is_v6() ? "[" + addr.to_string() + "]" : addr.to_string()) + ":" +
+         std::to_string(ep.port());
+}
+
 } // namespace
 
 template <class Socket> void http_server::impl::admit(Socket s, bool tcp, bool tls) {
@@ -606,17 +631,18 @@ template <class Socket> void http_server::impl::admit(Socket s, bool tcp, bool t
     s.close(ignored);
     return;
   }
+  std::string peer = peer_of(s);
   std::shared_ptr<session_base> sp;
   if constexpr (std::is_same_v<Socket, tcp_socket>) {
     if (tls) {
-      auto t = std::make_shared<session<tls_stream>>(*this, tcp, std::move(s), *tls_ctx);
+      auto t = std::make_shared<session<tls_stream>>(*this, tcp, std::move(peer), std::move(s), *tls_ctx);
       sessions.emplace(t.get(), t);
       open.store(sessions.size(), std::memory_order_relaxed);
       t->start();
       return;
     }
   }
-  auto plain = std::make_shared<session<Socket>>(*this, tcp, std::move(s));
+  auto plain = std::make_shared<session<Socket>>(*this, tcp, std::move(peer), std::move(s));
   sessions.emplace(plain.get(), plain);
   open.store(sessions.size(), std::memory_order_relaxed);
   plain->start();

@@ -53,6 +53,9 @@ struct http_request {
   std::string body;
   bool tcp = false; ///< arrived on a TCP listener (else a unix socket)
   bool tls = false; ///< over TLS (a `tls:` listener)
+  /// Who connected: "unix uid=U gid=G pid=P" (from the kernel, at connect)
+  /// or "tcp ADDR:PORT".
+  std::string peer;
 };
 
 struct http_response {

@@ -33,11 +33,19 @@ struct exec_started {
   /// The revision of `policy` the exec runs under (the policy actor's count
   /// of its reloads); 0 when the policy has none (built in, a request's own).
   uint64_t policy_revision = 0;
+  /// Who asked (exec_request::origin).
+  exec_origin origin;
+  /// The names of the variables the request set; never their values, which
+  /// may be secrets.
+  std::vector<std::string> env_names;
+  std::string cwd;         ///< the request's working directory; empty: the worker's
+  uint64_t stdin_size = 0; ///< bytes the request gave on stdin
 };
 
 template <class Inspector> typename Inspector::result_type inspect(Inspector& f, exec_started& x) {
   return f(caf::meta::type_name("exec_started"), x.exec_id, x.pool, x.worker_id, x.policy,
-           x.code_sha256, x.code_size, x.argv, x.timestamp_ns, x.policy_revision);
+           x.code_sha256, x.code_size, x.argv, x.timestamp_ns, x.policy_revision, x.origin,
+           x.env_names, x.cwd, x.stdin_size);
 }
 
 /// An exec ended, however it ended. A `timeout`, `oom` or `worker_lost` error

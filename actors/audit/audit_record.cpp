@@ -120,6 +120,14 @@ audit_record encode(const exec_started& x, uint64_t seq, int64_t now_ns) {
     j["mode"] = "command";
     j["argv"] = bounded_list(x.argv);
   }
+  if (x.origin.peer.empty() && x.origin.token.empty())
+    j["origin"] = nullptr;
+  else
+    j["origin"] = {{"peer", bounded(x.origin.peer)},
+                   {"token", x.origin.token.empty() ? json(nullptr) : json(bounded(x.origin.token))}};
+  j["env_names"] = bounded_list(x.env_names);
+  j["cwd"] = bounded(x.cwd);
+  j["stdin_size"] = x.stdin_size;
   return finish(std::move(j), kind_of(x), ts, seq, x.exec_id, x.pool);
 }
 

@@ -451,11 +451,24 @@ void start_exec(pool_ptr self, uint64_t id, worker_slot& slot, pending_exec p) {
   }
   if (const auto& cfg = self->state.cfg; cfg.audit) {
     const bool code_mode = p.req.argv.empty();
-    post_audit(self, cfg.audit, self->state.credits,
-               exec_started{p.req.exec_id, cfg.name, id, p.policy,
-                            code_mode ? sha256_hex(p.req.code) : std::string{},
-                            code_mode ? p.req.code.size() : 0, p.req.argv, now_ns(),
-                            p.policy_revision});
+    exec_started started;
+    started.exec_id = p.req.exec_id;
+    started.pool = cfg.name;
+    started.worker_id = id;
+    started.policy = p.policy;
+    if (code_mode) {
+      started.code_sha256 = sha256_hex(p.req.code);
+      started.code_size = p.req.code.size();
+    }
+    started.argv = p.req.argv;
+    started.timestamp_ns = now_ns();
+    started.policy_revision = p.policy_revision;
+    started.origin = p.req.origin;
+    for (const auto& e : p.req.env)
+      started.env_names.push_back(e.substr(0, e.find('=')));
+    started.cwd = p.req.cwd;
+    started.stdin_size = p.req.stdin_data.size();
+    post_audit(self, cfg.audit, self->state.credits, std::move(started));
   }
   slot.current = std::move(p);
   slot.state = worker_state::running;

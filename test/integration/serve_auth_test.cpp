@@ -15,6 +15,7 @@
 
 #include <chrono>
 #include <fstream>
+#include <map>
 #include <future>
 #include <string>
 #include <thread>
@@ -237,6 +238,7 @@ BOOST_AUTO_TEST_CASE(tokens_guard_tcp_and_a_token_has_its_pools_and_its_limit) {
                     "/state\"\n"
                     "[auth]\ntokens_file = \"tokens.toml\"\n"
                     "allow_plaintext_loopback = true\n"
+                    "[audit]\nfile = \"audit.jsonl\"\nevents = [\"exec_start\"]\n"
                     "[[pools]]\nname = \"alpha\"\nsize = 1\nmode = \"shared\"\n"
                     "[[pools]]\nname = \"beta\"\nsize = 1\nmode = \"shared\"\n",
                 0644);
@@ -323,6 +325,35 @@ BOOST_AUTO_TEST_CASE(tokens_guard_tcp_and_a_token_has_its_pools_and_its_limit) {
   // No token reached the daemon's output.
   for (const auto* t : {&ci.token, &ops.token})
     BOOST_TEST(d.err_seen.find(*t) == std::string::npos, d.err_seen);
+
+  // The audit log names who asked for each exec: the token's name and the
+  // TCP peer, or the unix socket's peer credentials.
+  std::ifstream log(dir.path + "/state/audit.jsonl");
+  BOOST_REQUIRE(log.good());
+  std::map<std::string, int> by_token;
+  int unix_owner = 0;
+  std::string line;
+  while (std::getline(log, line)) {
+    const auto rec = nlohmann::json::parse(line);
+    if (rec["kind"] != "exec_start")
+      continue;
+    const auto& origin = rec["origin"];
+    BOOST_REQUIRE_MESSAGE(origin.is_object(), line);
+    const std::string peer = origin["peer"];
+    if (origin["token"].is_string()) {
+      ++by_token[origin["token"].get<std::string>()];
+      BOOST_TEST(peer.rfind("tcp 127.0.0.1:", 0) == 0u, line);
+    } else {
+      BOOST_TEST(peer == "unix uid=" + std::to_string(::getuid()) + " gid=" +
+                             std::to_string(::getgid()) + " pid=" + std::to_string(::getpid()),
+                 line);
+      ++unix_owner;
+    }
+    BOOST_TEST(line.find(ci.token) == std::string::npos, "a token reached the audit log");
+  }
+  // ci: print(6*7), the held exec and print(5); ops: beta twice; b-only once.
+  BOOST_TEST((by_token == std::map<std::string, int>{{"ci", 3}, {"ops", 2}, {"b-only", 1}}));
+  BOOST_TEST(unix_owner == 1);
 }
 
 BOOST_AUTO_TEST_CASE(sighup_rereads_the_tokens_file) {

@@ -63,6 +63,32 @@ BOOST_AUTO_TEST_CASE(exec_start_fields) {
   BOOST_TEST(j["code_sha256"] == std::string(64, 'a'));
   BOOST_TEST(j["code_size"] == 17);
   BOOST_TEST(!j.contains("argv"));
+  // An exec of the embedding program: no origin, no request setup.
+  BOOST_TEST(j["origin"].is_null());
+  BOOST_TEST(j["env_names"] == json::array());
+  BOOST_TEST(j["cwd"] == "");
+  BOOST_TEST(j["stdin_size"] == 0);
+  // One through the API: who asked, and the names (never the values) of
+  // the variables it set.
+  auto api = test::sample_started();
+  api.origin = {"tcp 127.0.0.1:40000", "ci"};
+  api.env_names = {"LANG", "API_KEY"};
+  api.cwd = "/tmp/work";
+  api.stdin_size = 600;
+  auto ja = parse(encode(api, 9, 1));
+  BOOST_TEST(ja["origin"] == json({{"peer", "tcp 127.0.0.1:40000"}, {"token", "ci"}}));
+  BOOST_TEST(ja["env_names"] == json::array({"LANG", "API_KEY"}));
+  BOOST_TEST(ja["cwd"] == "/tmp/work");
+  BOOST_TEST(ja["stdin_size"] == 600);
+  api.origin = {"unix uid=0 gid=0 pid=7", ""};
+  BOOST_TEST(parse(encode(api, 10, 1))["origin"] ==
+             json({{"peer", "unix uid=0 gid=0 pid=7"}, {"token", nullptr}}));
+  // What a client sent is bounded like anything else from outside.
+  api.cwd = "/" + std::string(10000, 'd');
+  api.env_names.assign(1000, "X");
+  auto jb = parse(encode(api, 11, 1));
+  BOOST_TEST(jb["cwd"].get<std::string>().size() < 4200u);
+  BOOST_TEST(jb["env_names"].size() <= 257u);
   auto cmd = test::sample_started();
   cmd.argv = {"/bin/ls", "-l"};
   auto jc = parse(encode(cmd, 8, 1));
