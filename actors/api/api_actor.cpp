@@ -1,6 +1,9 @@
 #include "actors/api/api_actor.hpp"
 
+#include <algorithm>
 #include <chrono>
+#include <set>
+#include <string>
 #include <unordered_map>
 
 #include <caf/event_based_actor.hpp>
@@ -128,6 +131,23 @@ caf::behavior api_behavior(caf::event_based_actor* self, supervisor_actor superv
         self->request(supervisor, query_timeout, status_atom::value)
             .then(
                 [=](std::vector<pool_status>& pools) {
+                  responder->complete(request_id, json_response(200, pools_body(pools)));
+                },
+                [=](caf::error& err) {
+                  responder->complete(
+                      request_id,
+                      json_response(503, error_body("unavailable", describe(err, self->system()))));
+                });
+      },
+      [=](status_atom, uint64_t request_id, const std::set<std::string>& visible) {
+        self->request(supervisor, query_timeout, status_atom::value)
+            .then(
+                [=](std::vector<pool_status>& pools) {
+                  pools.erase(std::remove_if(pools.begin(), pools.end(),
+                                             [&](const pool_status& p) {
+                                               return visible.count(p.name) == 0;
+                                             }),
+                              pools.end());
                   responder->complete(request_id, json_response(200, pools_body(pools)));
                 },
                 [=](caf::error& err) {

@@ -14,6 +14,8 @@
 ///                                                     is this actor
 ///   (exec_output_atom, exec_output)                 ← a piece of a streamed exec's output
 ///   (status_atom, uint64_t request_id)              → GET /v1/pools
+///   (status_atom, uint64_t request_id, std::set<std::string> visible)
+///                                                   → GET /v1/pools, those pools only
 ///   (status_atom, uint64_t request_id, bool draining, uint64_t uptime_ms,
 ///    uint64_t in_flight, uint64_t connections)      → GET /v1/status
 ///   (metrics_atom, uint64_t request_id)             → GET /metrics

@@ -6,6 +6,8 @@
 #include <condition_variable>
 #include <cstdint>
 #include <mutex>
+#include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -238,9 +240,14 @@ struct api_service::state final : api_responder {
       return;
     }
     caller who;
+    // A token with a pool allowlist sees those pools only: not the others'
+    // state, nor the daemon-wide views that show every pool.
+    std::optional<std::set<std::string>> visible;
     {
       std::lock_guard<std::mutex> guard(m);
       who = access.identify(req.authorization, req.tcp && access.has_tokens_file());
+      if (const token_entry* e = access.entry(who); e && e->pools)
+        visible.emplace(e->pools->begin(), e->pools->end());
     }
     // The secret goes no further than this.
     req.authorization.clear();
@@ -285,8 +292,17 @@ struct api_service::state final : api_responder {
                          std::move(req.body), policy_dir);
       }
     } else if (path == "/v1/pools") {
-      if (allow("GET"))
-        caf::anon_send(actor, status_atom::value, req.id);
+      if (allow("GET")) {
+        if (visible)
+          caf::anon_send(actor, status_atom::value, req.id, std::move(*visible));
+        else
+          caf::anon_send(actor, status_atom::value, req.id);
+      }
+    } else if ((path == "/v1/status" || path == "/metrics") && visible) {
+      srv->respond(req.id, error_response(403, "pool_not_allowed",
+                                          "token '" + who.name + "' may use only some pools; " +
+                                              std::string(path) +
+                                              " shows every pool (GET /v1/pools shows yours)"));
     } else if (path == "/v1/status") {
       if (allow("GET")) {
         bool d;

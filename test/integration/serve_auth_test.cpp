@@ -261,6 +261,30 @@ BOOST_AUTO_TEST_CASE(tokens_guard_tcp_and_a_token_has_its_pools_and_its_limit) {
   BOOST_REQUIRE_MESSAGE(ok.status == 200u, ok.body);
   BOOST_TEST(ok.json()["stdout"] == "42\n");
 
+  // A token sees the pools it may use, and no daemon-wide view; one
+  // without an allowlist sees everything.
+  auto names_of = [](const castellan::test::tcp_reply& r) {
+    std::vector<std::string> names;
+    const auto body = r.json();
+    for (const auto& p : body["pools"])
+      names.push_back(p["name"].get<std::string>());
+    return names;
+  };
+  auto ci_pools = tcp_request(port, "GET", "/v1/pools", "", bearer(ci.token));
+  BOOST_TEST(ci_pools.status == 200u, ci_pools.body);
+  BOOST_TEST((names_of(ci_pools) == std::vector<std::string>{"alpha"}), ci_pools.body);
+  auto ops_pools = tcp_request(port, "GET", "/v1/pools", "", bearer(ops.token));
+  BOOST_TEST((names_of(ops_pools) == std::vector<std::string>{"alpha", "beta"}), ops_pools.body);
+  for (const char* wide : {"/v1/status", "/metrics"}) {
+    auto refused = tcp_request(port, "GET", wide, "", bearer(ci.token));
+    BOOST_TEST(refused.status == 403u, wide);
+    BOOST_TEST(refused.error_code() == "pool_not_allowed", wide);
+    BOOST_TEST(refused.error_message() == "token 'ci' may use only some pools; " +
+                                              std::string(wide) +
+                                              " shows every pool (GET /v1/pools shows yours)");
+    BOOST_TEST(tcp_request(port, "GET", wide, "", bearer(ops.token)).status == 200u, wide);
+  }
+
   // ci may use alpha (the default, the config's first) only.
   auto beta =
       tcp_request(port, "POST", "/v1/exec", exec_body("print(1)", "beta"), bearer(ci.token));
