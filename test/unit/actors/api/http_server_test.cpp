@@ -296,6 +296,79 @@ BOOST_AUTO_TEST_CASE(a_pipeline_beyond_the_read_ahead_is_answered_whole_and_then
   }
 }
 
+BOOST_AUTO_TEST_CASE(http_1_0_and_connection_close_are_answered_then_closed) {
+  echo_server s;
+  {
+    http_client c(s.socket_path);
+    c.send_raw("GET /old HTTP/1.0\r\n\r\n");
+    auto r = c.read();
+    BOOST_TEST(r.status == 200u);
+    BOOST_TEST(!r.keep_alive);
+    BOOST_TEST(r.json()["target"] == "/old");
+    BOOST_TEST(c.closed_by_server());
+  }
+  {
+    http_client c(s.socket_path);
+    c.send_raw("GET /once HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+    auto r = c.read();
+    BOOST_TEST(r.status == 200u);
+    BOOST_TEST(!r.keep_alive);
+    BOOST_TEST(r.json()["target"] == "/once");
+    BOOST_TEST(c.closed_by_server());
+  }
+  {
+    // HTTP/1.0 asking for keep-alive keeps its connection.
+    http_client c(s.socket_path);
+    c.send_raw("GET /k1 HTTP/1.0\r\nConnection: keep-alive\r\n\r\n");
+    auto r1 = c.read();
+    BOOST_TEST(r1.keep_alive);
+    c.send_raw("GET /k2 HTTP/1.0\r\nConnection: keep-alive\r\n\r\n");
+    auto r2 = c.read();
+    BOOST_TEST(r2.json()["target"] == "/k2");
+  }
+}
+
+BOOST_AUTO_TEST_CASE(answers_from_many_threads_reach_their_own_clients) {
+  // Answers are written by the threads that give them: each must reach the
+  // connection of its request, in order, under many clients at once.
+  temp_dir dir;
+  listen_address a;
+  a.path = dir.path + "/api.sock";
+  std::unique_ptr<http_server> server;
+  std::vector<std::thread> answerers;
+  std::mutex m;
+  http_server::callbacks cb;
+  cb.on_request = [&](http_request req) {
+    // Answered from a thread of its own, after a moment.
+    std::lock_guard<std::mutex> guard(m);
+    answerers.emplace_back([&server, id = req.id, target = req.target] {
+      std::this_thread::sleep_for(std::chrono::microseconds(200));
+      http_response r;
+      r.body = nlohmann::json{{"target", target}}.dump();
+      server->respond(id, std::move(r));
+    });
+  };
+  auto started = http_server::start({a}, {}, std::move(cb));
+  BOOST_REQUIRE(started);
+  server = std::move(*started);
+  std::vector<std::future<void>> clients;
+  for (int c = 0; c < 8; ++c)
+    clients.push_back(std::async(std::launch::async, [&, c] {
+      http_client client(a.path);
+      for (int i = 0; i < 50; ++i) {
+        const std::string target = "/c" + std::to_string(c) + "/" + std::to_string(i);
+        auto r = client.get(target);
+        BOOST_REQUIRE_EQUAL(r.status, 200u);
+        BOOST_REQUIRE_EQUAL(r.json()["target"].get<std::string>(), target);
+      }
+    }));
+  for (auto& f : clients)
+    f.get();
+  server->stop();
+  for (auto& t : answerers)
+    t.join();
+}
+
 BOOST_AUTO_TEST_CASE(expect_100_continue_is_answered_before_the_body) {
   echo_server s;
   http_client c(s.socket_path);
