@@ -47,6 +47,10 @@ struct retiring_pool {
 struct routed_exec {
   std::string pool;
   uint64_t instance = 0; ///< pool_entry::instance it was routed to
+  /// Its client's answer. Kept here, not only in the request's handlers:
+  /// a pool that dies while it runs the exec never answers (CAF 0.17 drops
+  /// an undelivered promise without a word), so the supervisor answers it.
+  caf::typed_response_promise<exec_result> answer;
 };
 
 struct supervisor_state {
@@ -122,6 +126,9 @@ void listen_to_pools(supervisor_ptr self, bool on) {
   }
 }
 
+void answer_lost(supervisor_ptr self, uint64_t instance, const std::string& pool,
+                 const caf::error& reason);
+
 void on_down(supervisor_ptr self, const caf::down_msg& msg) {
   auto& st = self->state;
   auto& subs = st.subscribers;
@@ -135,30 +142,42 @@ void on_down(supervisor_ptr self, const caf::down_msg& msg) {
     return;
   for (auto it = st.retiring.begin(); it != st.retiring.end(); ++it)
     if (it->second.handle.address() == msg.source) {
-      // Its execs in flight are answered with the error of the request.
       spdlog::error("supervisor: retiring pool {} went down ({})", it->second.name,
                     caf::to_string(msg.reason));
+      const uint64_t instance = it->first;
+      const std::string name = it->second.name;
       st.retiring.erase(it);
+      answer_lost(self, instance, name, msg.reason);
       return;
     }
   for (auto it = st.pools.begin(); it != st.pools.end(); ++it) {
     auto& [name, entry] = *it;
     if (entry.handle.address() != msg.source)
       continue;
+    const uint64_t instance = entry.instance;
     if (entry.for_policy) {
       // Started on demand: the next request of its policy starts another.
       spdlog::error("supervisor: policy pool {} went down ({})", name,
                     caf::to_string(msg.reason));
+      const std::string gone = name;
       st.policy_pools.erase(entry.policy_hash);
       st.pools.erase(it);
+      answer_lost(self, instance, gone, msg.reason);
       return;
     }
     // A pool only quits on shutdown; anything else is a crash: restart it.
+    // Its execs in flight are answered with the error of their request, and
+    // their answers no longer reach this entry (another instance): the new
+    // pool starts with none.
     ++entry.restarts;
+    entry.in_flight = 0;
     spdlog::error("supervisor: pool {} went down ({}); restart #{}", name,
                   caf::to_string(msg.reason), entry.restarts);
+    const std::string crashed = name;
     if (!start_pool(self, entry))
       entry.handle = nullptr;
+    answer_lost(self, instance, crashed, msg.reason);
+    return;
   }
 }
 
@@ -233,6 +252,40 @@ void forget_exec(supervisor_ptr self, uint64_t exec_id) {
   if (st.finished_order.size() > finished_ids_kept) {
     st.finished.erase(st.finished_order.front());
     st.finished_order.pop_front();
+  }
+}
+
+/// Answers exec `exec_id`, routed to pool instance `instance`, with `x` (an
+/// exec_result or an error), once: an exec the supervisor already answered
+/// (its pool died) is not answered again.
+template <class T>
+void answer_exec(supervisor_ptr self, uint64_t exec_id, uint64_t instance, T&& x) {
+  auto& st = self->state;
+  auto it = st.in_flight.find(exec_id);
+  if (it == st.in_flight.end() || it->second.instance != instance)
+    return;
+  auto rp = it->second.answer;
+  forget_exec(self, exec_id);
+  rp.deliver(std::forward<T>(x));
+}
+
+/// Pool instance `instance` (named `pool`) went down with execs in flight:
+/// each is answered `worker_lost` now. Whatever the code did is lost with
+/// the pool's workers, and the exec is not run again.
+void answer_lost(supervisor_ptr self, uint64_t instance, const std::string& pool,
+                 const caf::error& reason) {
+  std::vector<uint64_t> lost;
+  for (const auto& [exec_id, routed] : self->state.in_flight)
+    if (routed.instance == instance)
+      lost.push_back(exec_id);
+  for (const uint64_t exec_id : lost) {
+    exec_result r;
+    r.exec_id = exec_id;
+    r.error = error_class::worker_lost;
+    r.exit_code = 1;
+    r.detail = "pool '" + pool + "' went down (" + caf::to_string(reason) +
+               ") while the exec was in flight; it was not run again";
+    answer_exec(self, exec_id, instance, std::move(r));
   }
 }
 
@@ -586,21 +639,15 @@ supervisor_internal_actor::behavior_type supervisor_impl(supervisor_ptr self, su
         r.detail = std::move(busy);
         return r;
       }
-      s.in_flight.emplace(exec_id, routed_exec{name, it->second.instance});
-      track(self, name, it->second.instance, +1);
       // Not a delegate: the supervisor has to see the answer to know the
       // exec is no longer in flight (the cancel route).
       auto rp = self->make_response_promise<exec_result>();
+      const uint64_t instance = it->second.instance;
+      s.in_flight.emplace(exec_id, routed_exec{name, instance, rp});
+      track(self, name, instance, +1);
       self->request(it->second.handle, caf::infinite, exec_atom::value, std::move(req))
-        .then(
-          [=](exec_result& r) mutable {
-            forget_exec(self, exec_id);
-            rp.deliver(std::move(r));
-          },
-          [=](caf::error& err) mutable {
-            forget_exec(self, exec_id);
-            rp.deliver(std::move(err));
-          });
+        .then([=](exec_result& r) { answer_exec(self, exec_id, instance, std::move(r)); },
+              [=](caf::error& err) { answer_exec(self, exec_id, instance, std::move(err)); });
       return rp;
     },
     [=](cancel_atom, uint64_t exec_id) -> caf::result<cancel_reply> {

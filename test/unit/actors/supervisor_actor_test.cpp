@@ -286,6 +286,46 @@ BOOST_AUTO_TEST_CASE(reconfigure_adds_removes_resizes_and_replaces_pools) {
   BOOST_TEST((held.error == error_class::ok));
 }
 
+BOOST_AUTO_TEST_CASE(a_crashed_pools_execs_are_answered_lost_and_its_successor_starts_clean) {
+  auto sup = start({named("p"), named("q")});
+  // An exec in flight on p when p crashes: answered worker_lost by the
+  // supervisor (the dead pool never answers), never run by its successor.
+  const std::string tag = test::unique_task_name("cksrs");
+  auto held = self->request(sup, caf::infinite, exec_atom::value, code_request(held_code(tag), "p"));
+  wait_for_held(tag);
+  subscribe(sup);
+  auto pool_of = [&](const std::string& name) {
+    pool_actor out;
+    self->request(sup, 10s, get_pool_atom::value, name)
+      .receive([&](pool_actor& p) { out = p; }, [](caf::error&) { BOOST_FAIL("get_pool"); });
+    return out;
+  };
+  const auto crashed = pool_of("p");
+  self->send_exit(crashed, caf::exit_reason::kill);
+  exec_result lost;
+  held.receive([&](exec_result& r) { lost = r; },
+               [&](caf::error& e) { BOOST_FAIL("answered with an error: " << sys.render(e)); });
+  BOOST_TEST((lost.error == error_class::worker_lost));
+  BOOST_TEST(lost.detail.find("pool 'p' went down") != std::string::npos, lost.detail);
+  BOOST_TEST(lost.detail.find("it was not run again") != std::string::npos, lost.detail);
+  wait_for_state(worker_state::ready, "p");
+  const auto restarted = pool_of("p");
+  BOOST_REQUIRE(restarted);
+  BOOST_TEST((restarted != crashed));
+  // Removing p now stops the new pool at once: nothing of its own is in
+  // flight. Counting the crashed pool's exec would keep it retiring forever.
+  self->monitor(restarted);
+  self->request(sup, 60s, reconfigure_atom::value, std::vector<pool_config>{named("q")})
+    .receive([](pools_change&) {},
+             [&](caf::error& e) { BOOST_FAIL("reconfigure: " << sys.render(e)); });
+  bool stopped = false;
+  for (auto deadline = std::chrono::steady_clock::now() + 30s;
+       !stopped && std::chrono::steady_clock::now() < deadline;)
+    self->receive([&](caf::down_msg& d) { stopped = d.source == restarted.address(); },
+                  [](worker_state_event&) {}, caf::after(1s) >> [] {});
+  BOOST_TEST(stopped, "the restarted pool p was not stopped when the reconfigure removed it");
+}
+
 BOOST_AUTO_TEST_CASE(a_reconfigure_that_cannot_apply_changes_nothing) {
   auto sup = start({named("a"), named("b")});
   auto broken = named("new");
