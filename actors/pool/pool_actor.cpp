@@ -11,6 +11,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <deque>
 #include <map>
@@ -516,6 +517,15 @@ std::string too_large(const pool_config& cfg, const exec_request& req) {
 }
 
 /// Hands queued requests to idle workers.
+/// Whether an idle worker is ready to take a request now.
+bool has_ready_worker(const pool_state& st) {
+  return std::any_of(st.idle.begin(), st.idle.end(), [&](uint64_t id) {
+    auto it = st.workers.find(id);
+    return it != st.workers.end() && it->second.state == worker_state::ready &&
+           !it->second.killed;
+  });
+}
+
 void dispatch(pool_ptr self) {
   auto& st = self->state;
   while (!st.queue.empty() && !st.idle.empty()) {
@@ -1110,7 +1120,9 @@ pool_internal_actor::behavior_type pool_impl(pool_ptr self, pool_config base,
                refused_exit_code, false);
         return p.rp;
       }
-      if (s.queue.size() >= s.cfg.queue_limit) {
+      // The limit is of requests waiting beyond the workers: one a ready
+      // worker takes at once never waits (a limit of 0: no waiting at all).
+      if (s.queue.size() >= s.cfg.queue_limit && !has_ready_worker(s)) {
         refuse(self, p, error_class::busy,
                "pool " + s.cfg.name + " has " + std::to_string(s.queue.size()) +
                  " requests queued (limit " + std::to_string(s.cfg.queue_limit) + ")");

@@ -115,6 +115,37 @@ BOOST_AUTO_TEST_CASE(a_full_queue_answers_busy) {
   BOOST_TEST(results[2].timing.queue_us > 100'000u); // it waited for 1
 }
 
+BOOST_AUTO_TEST_CASE(a_queue_limit_of_0_runs_what_a_ready_worker_takes_and_queues_nothing) {
+  auto pc = test_pool(1);
+  pc.queue_limit = 0;
+  auto pool = make(pc);
+  // Until its worker is ready the pool can take nothing (busy, at once);
+  // then a ready worker takes each request: nothing waits, nothing is
+  // refused.
+  exec_result first;
+  for (auto deadline = std::chrono::steady_clock::now() + 30s;
+       std::chrono::steady_clock::now() < deadline;) {
+    first = exec_code(pool, "print('ran')");
+    if (first.error != error_class::busy)
+      break;
+    BOOST_TEST(first.detail.find("limit 0") != std::string::npos, first.detail);
+    std::this_thread::sleep_for(10ms);
+  }
+  BOOST_TEST((first.error == error_class::ok));
+  BOOST_TEST((exec_code(pool, "print('ran')").error == error_class::ok));
+  // 1 runs; 2 would have to wait.
+  for (uint64_t id : {1u, 2u})
+    self->send(pool, exec_atom::value, code_request("import time; time.sleep(0.3)", id));
+  std::map<uint64_t, exec_result> results;
+  for (int i = 0; i < 2; ++i)
+    self->receive([&](exec_result& r) { results[r.exec_id] = r; },
+                  caf::after(30s) >> [] { BOOST_FAIL("no reply"); });
+  BOOST_REQUIRE_EQUAL(results.size(), 2u);
+  BOOST_TEST((results[1].error == error_class::ok));
+  BOOST_TEST((results[2].error == error_class::busy));
+  BOOST_TEST(results[2].detail.find("limit 0") != std::string::npos, results[2].detail);
+}
+
 BOOST_AUTO_TEST_CASE(a_stalled_audit_log_makes_the_pool_answer_busy_until_it_drains) {
   // The audit log is a FIFO nobody reads: its writer stalls, its queue
   // fills, and the audit actor keeps the pool's credits, so the pool stops
