@@ -125,5 +125,10 @@ CAF_BEGIN_TYPE_ID_BLOCK(castellan, caf::first_custom_type_id)
   // -- reconfiguring the pools (actors/supervisor) -------------------------------
   CAF_ADD_ATOM(castellan, castellan, reconfigure_atom, "reconfig")
   CAF_ADD_TYPE_ID(castellan, (castellan::pools_change))
+  // -- the live audit over HTTP (actors/api/audit_stream.hpp) -------------------
+  CAF_ADD_ATOM(castellan, castellan, get_audit_atom, "get_audit")
+  CAF_ADD_ATOM(castellan, castellan, history_atom, "history")
+  CAF_ADD_ATOM(castellan, castellan, written_atom, "written")
+  CAF_ADD_ATOM(castellan, castellan, heartbeat_atom, "heartbeat")
 
 CAF_END_TYPE_ID_BLOCK(castellan)

@@ -67,7 +67,7 @@ public:
   /// A streamed response: its head now, then pieces of its body, then the
   /// end, after which the connection closes.
   virtual void stream_head(unsigned status, const std::string& content_type) = 0;
-  virtual void stream_data(std::string bytes) = 0;
+  virtual void stream_data(std::string bytes, std::function<void()> on_written) = 0;
   virtual void stream_end() = 0;
   virtual void close() = 0;
   /// At stop: closes now, unless a response is ready or being written,
@@ -194,10 +194,10 @@ public:
         lowest(socket_).cancel(ignored);
       }
     }
-    stream_data(std::move(head));
+    stream_data(std::move(head), {});
   }
 
-  void stream_data(std::string bytes) override {
+  void stream_data(std::string bytes, std::function<void()> on_written) override {
     if (closed_ || !streaming_ || bytes.empty())
       return;
     queued_bytes_ += bytes.size();
@@ -207,7 +207,7 @@ public:
       close();
       return;
     }
-    stream_queue_.push_back(std::move(bytes));
+    stream_queue_.push_back({std::move(bytes), std::move(on_written)});
     pump_stream();
   }
 
@@ -453,7 +453,7 @@ private:
     }
     stream_writing_ = true;
     arm_timer(); // the client must take each piece within the read timeout
-    net::async_write(socket_, net::buffer(stream_queue_.front()),
+    net::async_write(socket_, net::buffer(stream_queue_.front().bytes),
                      [self = this->shared_from_this()](error_code ec, std::size_t) {
                        self->timer_.cancel();
                        self->stream_writing_ = false;
@@ -463,8 +463,11 @@ private:
                          self->close();
                          return;
                        }
-                       self->queued_bytes_ -= self->stream_queue_.front().size();
+                       auto done = std::move(self->stream_queue_.front());
+                       self->queued_bytes_ -= done.bytes.size();
                        self->stream_queue_.pop_front();
+                       if (done.on_written)
+                         done.on_written();
                        self->pump_stream();
                      });
   }
@@ -492,7 +495,11 @@ private:
   bool streaming_ = false;
   bool stream_writing_ = false;
   bool stream_ended_ = false;
-  std::deque<std::string> stream_queue_;
+  struct piece {
+    std::string bytes;
+    std::function<void()> on_written;
+  };
+  std::deque<piece> stream_queue_;
   std::size_t queued_bytes_ = 0;
   /// The session itself while a request waits for its answer with nothing
   /// read from the socket (the pipelined bytes fill the read-ahead): deliver()
@@ -801,9 +808,10 @@ void http_server::respond_stream(uint64_t id, unsigned status, std::string conte
   });
 }
 
-void http_server::stream(uint64_t id, std::string bytes) {
-  net::post(impl_->io, [p = impl_.get(), id, b = std::move(bytes)]() mutable {
-    with_pending(p, id, [&](session_base& s) { s.stream_data(std::move(b)); });
+void http_server::stream(uint64_t id, std::string bytes, std::function<void()> on_written) {
+  net::post(impl_->io, [p = impl_.get(), id, b = std::move(bytes),
+                        w = std::move(on_written)]() mutable {
+    with_pending(p, id, [&](session_base& s) { s.stream_data(std::move(b), std::move(w)); });
   });
 }
 

@@ -105,7 +105,10 @@ public:
   /// 16 MiB untaken, or takes no piece within the read timeout, is closed.
   /// Thread-safe; calls for one request are carried out in order.
   void respond_stream(uint64_t id, unsigned status, std::string content_type);
-  void stream(uint64_t id, std::string bytes);
+  /// `on_written`, if given, runs on the I/O thread once these bytes are
+  /// handed to the socket (never if the connection closes first): what a
+  /// producer paces itself by.
+  void stream(uint64_t id, std::string bytes, std::function<void()> on_written = {});
   void end_stream(uint64_t id);
 
   /// Runs `fn` on the I/O thread (the thread the callbacks run on).

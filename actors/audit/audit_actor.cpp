@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <map>
+#include <utility>
 #include <unistd.h>
 
 #include <caf/stateful_actor.hpp>
@@ -23,6 +24,7 @@ struct subscriber_info {
   uint32_t in_flight = 0;  ///< entries sent and not yet answered
   uint64_t unreported = 0; ///< drops not yet in a drop_report
   uint64_t dropped_total = 0;
+  uint64_t undelivered = 0; ///< drops since the last entry sent (audit_entry::dropped)
   std::string label; ///< the drop_report's `sink`
 };
 
@@ -157,6 +159,7 @@ void deliver(audit_pointer self, const audit_record& rec) {
       if (rec.kind == audit_kind::drop_report)
         continue;
       ++sub.unreported;
+      ++sub.undelivered;
       ++sub.dropped_total;
       ++st.counters.subscriber_dropped;
       schedule_tick(self);
@@ -164,9 +167,11 @@ void deliver(audit_pointer self, const audit_record& rec) {
     }
     ++sub.in_flight;
     auto a = addr;
+    auto entry = to_entry(rec);
+    entry.dropped = std::exchange(sub.undelivered, 0);
     // Any answer, or its absence within the timeout, returns the credit: the
     // window bounds what is in flight, not what the subscriber thinks of it.
-    self->request(sub.hdl, std::chrono::milliseconds(st.cfg.subscriber_timeout_ms), to_entry(rec))
+    self->request(sub.hdl, std::chrono::milliseconds(st.cfg.subscriber_timeout_ms), std::move(entry))
         .then([=]() { credit(self, a); }, [=](caf::error&) { credit(self, a); });
   }
 }

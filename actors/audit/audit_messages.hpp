@@ -228,11 +228,15 @@ struct audit_entry {
   uint64_t exec_id = 0;
   std::string pool;
   std::string json; ///< the record, one line, no trailing newline
+  /// Entries this subscriber's filter selected but that were dropped (its
+  /// window was full) since the previous entry it was sent: it learns of
+  /// its losses with the next entry that reaches it.
+  uint64_t dropped = 0;
 };
 
 template <class Inspector> typename Inspector::result_type inspect(Inspector& f, audit_entry& x) {
   return f(caf::meta::type_name("audit_entry"), x.seq, x.kind, x.timestamp_ns, x.exec_id, x.pool,
-           x.json);
+           x.json, x.dropped);
 }
 
 // -- statistics -----------------------------------------------------------------

@@ -747,6 +747,7 @@ supervisor_internal_actor::behavior_type supervisor_impl(supervisor_ptr self, su
     [=](summary_data_atom) -> caf::result<telemetry_summary> {
       return self->delegate(self->state.telemetry, summary_data_atom::value);
     },
+    [=](get_audit_atom) -> audit_actor { return self->state.audit; },
     [=](audit_flush_atom) -> caf::result<audit_stats> {
       if (!self->state.audit)
         return audit_stats{};

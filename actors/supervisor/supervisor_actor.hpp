@@ -49,6 +49,9 @@ using supervisor_actor = caf::typed_actor<
   caf::replies_to<summary_data_atom>::with<telemetry_summary>,
   // Waits until every audit record so far is written (and synced).
   caf::replies_to<audit_flush_atom>::with<audit_stats>,
+  // The audit actor, for a live subscriber (GET /v1/audit); a null handle
+  // when nothing is audited.
+  caf::replies_to<get_audit_atom>::with<audit_actor>,
   // Makes the configured pools these (supervisor_config::pools, the first
   // the default route): new names are started, names gone stop admitting
   // and are stopped once their execs in flight are answered, a pool whose
