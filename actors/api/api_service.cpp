@@ -16,8 +16,12 @@
 #include <caf/send.hpp>
 
 #include "actors/api/api_actor.hpp"
+#include "actors/api/output_events.hpp"
 #include "actors/api/api_error.hpp"
 #include "actors/api/api_json.hpp"
+#include "actors/api/audit_params.hpp"
+#include "actors/api/audit_stream.hpp"
+#include "actors/audit/rfc3339.hpp"
 
 namespace castellan::api {
 
@@ -149,7 +153,7 @@ uint64_t decimal_exec_id(std::string_view text) {
 
 } // namespace
 
-struct api_service::state final : api_responder {
+struct api_service::state final : api_responder, audit_stream_sink {
   caf::actor_system* sys = nullptr;
   std::weak_ptr<state> self; ///< this, for the policy jobs that answer through it
   std::string policy_dir;
@@ -168,6 +172,15 @@ struct api_service::state final : api_responder {
   std::unordered_map<uint64_t, in_flight_exec> execs;
   std::unordered_map<std::string, uint64_t> by_client_id;
   std::unordered_map<uint64_t, uint64_t> by_exec_id;
+  /// The audit streams (GET /v1/audit) by request id, under `m`: their
+  /// actor, and whether their head is sent.
+  struct audit_stream_entry {
+    caf::actor actor;
+    bool head_sent = false;
+  };
+  std::unordered_map<uint64_t, audit_stream_entry> audit_streams;
+  supervisor_actor supervisor;
+  file_sink_config audit_file;
   access_control access;     ///< under `m`
   uint64_t next_exec_id = 1; ///< under `m`
   bool draining = false;     ///< under `m`
@@ -222,6 +235,81 @@ struct api_service::state final : api_responder {
       server->respond_stream(request_id, 200, "text/event-stream; charset=utf-8");
     server->stream(request_id, std::move(bytes));
     server->end_stream(request_id);
+  }
+
+  // -- audit_stream_sink -------------------------------------------------------
+
+  void refuse(uint64_t request_id, http_response response) override {
+    std::lock_guard<std::mutex> guard(m);
+    if (audit_streams.erase(request_id) == 0 || stopped || !server)
+      return;
+    server->respond(request_id, std::move(response));
+  }
+
+  void piece(uint64_t request_id, std::string bytes, std::function<void()> on_written) override {
+    std::lock_guard<std::mutex> guard(m);
+    auto it = audit_streams.find(request_id);
+    if (stopped || !server || it == audit_streams.end())
+      return;
+    if (!it->second.head_sent) {
+      it->second.head_sent = true;
+      server->respond_stream(request_id, 200, "text/event-stream; charset=utf-8");
+    }
+    server->stream(request_id, std::move(bytes), std::move(on_written));
+  }
+
+  void finish(uint64_t request_id, std::string bytes) override {
+    std::lock_guard<std::mutex> guard(m);
+    auto it = audit_streams.find(request_id);
+    if (stopped || !server || it == audit_streams.end())
+      return;
+    if (!it->second.head_sent)
+      server->respond_stream(request_id, 200, "text/event-stream; charset=utf-8");
+    audit_streams.erase(it);
+    server->stream(request_id, std::move(bytes));
+    server->end_stream(request_id);
+  }
+
+  /// `GET /v1/audit`: a stream of the audit's records (audit_stream.hpp).
+  void open_audit_stream(const http_request& req, const caller& who, std::string_view query) {
+    auto parsed = parse_audit_params(query, realtime_ns());
+    if (auto* err = std::get_if<api_error>(&parsed)) {
+      srv->respond(req.id, json_response(err->status, err->body()));
+      return;
+    }
+    audit_stream_request r;
+    r.params = std::get<audit_params>(parsed);
+    r.file = audit_file;
+    if (r.params.since_ns && audit_file.path.empty()) {
+      api_error e;
+      e.code = "no_audit_file";
+      e.message = "since reads the audit file back, and this server writes none (the config's "
+                  "[audit] file is off): ask for live records only";
+      e.field = "since";
+      srv->respond(req.id, json_response(400, e.body()));
+      return;
+    }
+    {
+      std::lock_guard<std::mutex> guard(m);
+      if (who.type == caller::kind::token) {
+        // A token gone from the tokens file (a reload) sees nothing.
+        const token_entry* e = access.entry(who);
+        if (e == nullptr)
+          r.pools.emplace();
+        else if (e->pools)
+          r.pools.emplace(e->pools->begin(), e->pools->end());
+      }
+      audit_streams.emplace(req.id, audit_stream_entry{});
+    }
+    auto actor_hdl = spawn_audit_stream(*sys, supervisor, self.lock(), req.id, std::move(r));
+    std::lock_guard<std::mutex> guard(m);
+    auto it = audit_streams.find(req.id);
+    if (it == audit_streams.end() || stopped) {
+      // Its client left (or the server stopped) while it was spawned.
+      caf::anon_send_exit(actor_hdl, caf::exit_reason::user_shutdown);
+      return;
+    }
+    it->second.actor = std::move(actor_hdl);
   }
 
   static constexpr std::string_view execs_prefix = "/v1/execs/";
@@ -291,6 +379,11 @@ struct api_service::state final : api_responder {
         spawn_policy_job(*sys, self.lock(), req.id, path == "/v1/policies/explain",
                          std::move(req.body), policy_dir);
       }
+    } else if (path == "/v1/audit") {
+      if (allow("GET"))
+        open_audit_stream(req, who,
+                          path.size() < target.size() ? target.substr(path.size() + 1)
+                                                      : std::string_view{});
     } else if (path == "/v1/pools") {
       if (allow("GET")) {
         if (visible)
@@ -337,7 +430,8 @@ struct api_service::state final : api_responder {
                                               " (POST /v1/exec, POST /v1/run, "
                                               "DELETE /v1/execs/{id}, POST /v1/policies/check, "
                                               "POST /v1/policies/explain, GET /v1/status, "
-                                              "GET /v1/pools, GET /v1/health, GET /metrics)"));
+                                              "GET /v1/pools, GET /v1/audit, GET /v1/health, "
+                                              "GET /metrics)"));
     }
   }
 
@@ -451,6 +545,13 @@ struct api_service::state final : api_responder {
   /// The client of `request_id` is gone: cancel its exec, if it has one.
   void on_abandoned(uint64_t request_id) {
     std::lock_guard<std::mutex> guard(m);
+    if (auto a = audit_streams.find(request_id); a != audit_streams.end()) {
+      // Its actor unsubscribes as it exits.
+      if (a->second.actor)
+        caf::anon_send_exit(a->second.actor, caf::exit_reason::user_shutdown);
+      audit_streams.erase(a);
+      return;
+    }
     auto it = execs.find(request_id);
     if (it != execs.end())
       caf::anon_send(actor, cancel_atom::value, it->second.exec_id);
@@ -476,6 +577,8 @@ api_service::start(caf::actor_system& sys, supervisor_actor supervisor, api_opti
   st->sys = &sys;
   st->self = st;
   st->policy_dir = std::move(opts.policy_dir);
+  st->supervisor = supervisor;
+  st->audit_file = std::move(opts.audit_file);
   st->actor = spawn_api_actor(sys, std::move(supervisor), st);
   state* raw = st.get();
   http_server::callbacks cb;
@@ -535,6 +638,20 @@ void api_service::stop() {
     if (state_->stopped)
       return;
     state_->stopped = true;
+    // Audit streams never end by themselves: each gets its last event and
+    // its end now, before the server closes (which writes what it was
+    // handed first), and its actor an exit.
+    for (auto& [id, a] : state_->audit_streams) {
+      if (a.head_sent) {
+        state_->srv->stream(id, sse_event("end", R"({"v":1,"reason":"the server stops"})"));
+        state_->srv->end_stream(id);
+      } else {
+        state_->srv->respond(id, error_response(503, "draining", "the server stops"));
+      }
+      if (a.actor)
+        caf::anon_send_exit(a.actor, caf::exit_reason::user_shutdown);
+    }
+    state_->audit_streams.clear();
   }
   // Outside the lock: the I/O thread takes it while it closes connections.
   // The server object stays (bound() reads it) until the state goes.

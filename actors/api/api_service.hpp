@@ -39,6 +39,9 @@ struct api_options {
   /// Where `POST /v1/policies/…` resolve policy names (`name`, `extends`):
   /// the daemon's policy directory; empty: the install layout's policies/.
   std::string policy_dir;
+  /// The audit file sink (the supervisor's audit_config::file), which
+  /// `GET /v1/audit?since=…` reads back; an empty path: none.
+  file_sink_config audit_file;
 };
 
 class api_service {

@@ -269,6 +269,8 @@ int run_serve(const serve_options& o) {
     api_opts.listen.push_back(*addr);
   }
   api_opts.policy_dir = sc.policy_pools.policy_dir;
+  if (sc.audit)
+    api_opts.audit_file = sc.audit->file;
   api_opts.limits.body_bytes = o.max_body_bytes;
   api_opts.limits.max_connections = o.max_connections;
   api_opts.limits.read_timeout = std::chrono::milliseconds(o.read_timeout_ms);

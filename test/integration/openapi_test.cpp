@@ -297,6 +297,52 @@ BOOST_AUTO_TEST_CASE(every_route_answers_as_the_document_says) {
   BOOST_TEST(unknown.status == 404u);
   BOOST_TEST(api.violations("Error", unknown.json()).empty(), unknown.body);
 
+  // -- the audit stream -------------------------------------------------------
+  // This daemon records no audit; a second one, from a config, does.
+  c.check("/v1/audit", "get", h.get("/v1/audit"));
+  c.check("/v1/audit", "get", h.get("/v1/audit?since=1h"));
+  {
+    char tmpl[] = "/tmp/castellan-openapi-XXXXXX";
+    BOOST_REQUIRE(::mkdtemp(tmpl) != nullptr);
+    const std::string dir = tmpl;
+    const std::string config = dir + "/castellan.toml";
+    std::ofstream(config) << "state_dir = \"" << dir << "/state\"\n"
+                          << "[audit]\nfile = \"audit.jsonl\"\n"
+                          << "[[pools]]\nname = \"default\"\nsize = 1\n";
+    serve_process audited({"--config", config});
+    BOOST_REQUIRE(audited.first_line().find("listening") != std::string::npos);
+    http_client a(audited.socket_path);
+    c.check("/v1/audit", "get", a.get("/v1/audit?kind=exec_end,nope"));
+    c.check("/v1/audit", "get", a.get("/v1/audit?exec=x"));
+    c.check("/v1/audit", "get", a.get("/v1/audit?since=later"));
+    c.check("/v1/audit", "get", a.get("/v1/audit?colour=red"));
+    c.check("/v1/audit", "get", a.request("POST", "/v1/audit", "{}"));
+    // A stream never ends by itself: its head and first events are checked.
+    http_client s(audited.socket_path);
+    s.send("GET", "/v1/audit?since=1h&kind=exec_start&kind=exec_end", {}, "",
+           {{"Accept", "text/event-stream"}});
+    std::string seen;
+    char buf[4096];
+    while (seen.find("event: live\n") == std::string::npos) {
+      boost::system::error_code ec;
+      const std::size_t n = s.socket().read_some(boost::asio::buffer(buf), ec);
+      BOOST_REQUIRE_MESSAGE(!ec && n > 0, "the stream ended: " << seen);
+      seen.append(buf, n);
+    }
+    http_reply streamed;
+    const auto head_end = seen.find("\r\n\r\n");
+    BOOST_REQUIRE(head_end != std::string::npos);
+    streamed.status = static_cast<unsigned>(std::stoul(seen.substr(9, 3)));
+    const auto ct = seen.find("Content-Type: ");
+    streamed.content_type = seen.substr(ct + 14, seen.find("\r\n", ct) - ct - 14);
+    streamed.body = seen.substr(head_end + 4);
+    BOOST_TEST(streamed.content_type == "text/event-stream; charset=utf-8");
+    c.check("/v1/audit", "get", streamed);
+    ::kill(audited.pid, SIGTERM);
+    BOOST_TEST(audited.wait() == 0);
+    std::system(("rm -rf '" + dir + "'").c_str());
+  }
+
   // -- drain: 503 and health says so ------------------------------------------
   auto last = std::async(std::launch::async, [&] {
     http_client r(serve.socket_path);

@@ -3,9 +3,14 @@
 #include <signal.h>
 #include <stdlib.h>
 
+#include <atomic>
 #include <chrono>
+#include <fstream>
+#include <optional>
+#include <sstream>
 #include <functional>
 #include <future>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -43,10 +48,15 @@ struct api_fixture : test::actor_system_fixture {
     socket_path = dir + "/api.sock";
   }
 
+  /// The audit the supervisor runs, if any (set before start()); its file
+  /// is what GET /v1/audit?since= reads.
+  std::optional<audit_config> audit;
+
   void start(http_limits limits = {}, std::vector<listen_address> extra = {},
              const std::function<void(api_options&)>& tweak = {}) {
     supervisor_config sc;
     sc.pools.push_back(test_pool(2));
+    sc.audit = audit;
     auto s = spawn_supervisor(sys, sc);
     BOOST_REQUIRE_MESSAGE(s, (s ? "" : s.error().describe()));
     sup = *s;
@@ -57,6 +67,8 @@ struct api_fixture : test::actor_system_fixture {
     for (auto& e : extra)
       opts.listen.push_back(e);
     opts.limits = limits;
+    if (audit)
+      opts.audit_file = audit->file;
     if (tweak)
       tweak(opts);
     auto started = api_service::start(sys, sup, std::move(opts));
@@ -920,6 +932,373 @@ BOOST_AUTO_TEST_CASE(a_streaming_client_that_leaves_has_its_exec_cancelled) {
   wait_until("/metrics", [&](const http_reply& r) { return metric(r.body, series) == 1; });
   wait_for_pool([](const json& p) { return p["idle"] == 2 && p["busy"] == 0; });
   BOOST_TEST(api->in_flight() == 0u);
+}
+
+
+// -- GET /v1/audit -------------------------------------------------------------
+
+namespace {
+
+/// An audit that records everything, to `dir`/audit.jsonl.
+audit_config full_audit(const std::string& dir) {
+  audit_config a;
+  a.enabled = true;
+  a.events = {"all"};
+  a.file.path = dir + "/audit.jsonl";
+  a.file.fsync = fsync_policy::never;
+  a.report_interval_ms = 50;
+  return a;
+}
+
+/// Opens `GET target` on `c` and reads until the stream says it is live.
+std::string open_audit(http_client& c, const std::string& target) {
+  c.send("GET", target, {}, "", {{"Accept", "text/event-stream"}});
+  std::string seen;
+  read_until(c, seen, "event: live\n");
+  BOOST_TEST_REQUIRE(seen.rfind("HTTP/1.1 200 OK\r\n", 0) == 0u, seen);
+  BOOST_TEST_REQUIRE(seen.find("Content-Type: text/event-stream") != std::string::npos, seen);
+  return seen;
+}
+
+/// The `data:` line of every `event: audit`, unparsed.
+std::vector<std::string> audit_lines(const std::string& body) {
+  std::vector<std::string> out;
+  const std::string tag = "event: audit\ndata: ";
+  for (auto pos = body.find(tag); pos != std::string::npos; pos = body.find(tag, pos + 1)) {
+    const auto start = pos + tag.size();
+    out.push_back(body.substr(start, body.find('\n', start) - start));
+  }
+  return out;
+}
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+} // namespace
+
+BOOST_AUTO_TEST_CASE(audit_records_arrive_live_as_the_file_writes_them) {
+  audit = full_audit(dir);
+  start();
+  http_client c(socket_path);
+  std::string seen = open_audit(c, "/v1/audit?kind=exec_end");
+  BOOST_TEST(events_named(seen, "live")[0]["history"] == 0);
+  auto r = exec(json{{"code", "print(1)"}});
+  BOOST_TEST_REQUIRE(r.status == 200u, r.body);
+  const uint64_t exec_id = r.json()["exec_id"];
+  read_until(c, seen, "\"exec_id\":" + std::to_string(exec_id));
+  read_until(c, seen, "\n\n");
+  auto lines = audit_lines(seen);
+  BOOST_TEST_REQUIRE(lines.size() == 1u, seen);
+  auto rec = json::parse(lines[0]);
+  BOOST_TEST(rec["kind"] == "exec_end"); // the kind filter left exec_start out
+  BOOST_TEST(rec["exec_id"] == exec_id);
+  // Byte for byte the line of the file.
+  caf::scoped_actor s(sys);
+  s->request(sup, std::chrono::seconds(10), audit_flush_atom::value)
+      .receive([](audit_stats&) {}, [](caf::error& e) { BOOST_FAIL(caf::to_string(e)); });
+  BOOST_TEST(read_file(dir + "/audit.jsonl").find(lines[0] + "\n") != std::string::npos);
+}
+
+BOOST_AUTO_TEST_CASE(bad_audit_filters_are_a_400_naming_the_field) {
+  audit = full_audit(dir);
+  start();
+  http_client c(socket_path);
+  auto expect_400 = [&](const std::string& target, const std::string& field,
+                        const std::string& named) {
+    auto r = c.get(target);
+    BOOST_TEST(r.status == 400u, target << ": " << r.body);
+    BOOST_TEST(r.json()["error"]["field"] == field, target << ": " << r.body);
+    BOOST_TEST(r.body.find(named) != std::string::npos, target << ": " << r.body);
+  };
+  expect_400("/v1/audit?kind=exec_end,exec_stop", "kind", "exec_stop");
+  expect_400("/v1/audit?kind=exec_start&kind=nope", "kind", "nope");
+  expect_400("/v1/audit?exec=12x", "exec", "12x");
+  expect_400("/v1/audit?exec=0", "exec", "positive");
+  expect_400("/v1/audit?since=yesterday", "since", "yesterday");
+  expect_400("/v1/audit?since=2026-13-01T00:00:00Z", "since", "2026-13-01");
+  expect_400("/v1/audit?kinds=exec_end", "kinds", "unknown query parameter");
+  expect_400("/v1/audit?kind=%zz", "kind", "percent");
+  auto post = c.request("POST", "/v1/audit", "{}", "application/json");
+  BOOST_TEST(post.status == 405u);
+  // A percent-encoded offset is a time zone, not a space.
+  http_client c2(socket_path);
+  std::string seen = open_audit(c2, "/v1/audit?since=2020-01-01T00:00:00%2B01:00&kind=exec_end");
+  BOOST_TEST(events_named(seen, "live").size() == 1u);
+}
+
+BOOST_AUTO_TEST_CASE(without_an_audit_the_route_says_so) {
+  start(); // no audit at all
+  http_client c(socket_path);
+  auto r = c.get("/v1/audit");
+  BOOST_TEST(r.status == 404u, r.body);
+  BOOST_TEST(r.error_code() == "audit_disabled");
+  auto h = c.get("/v1/audit?since=1h");
+  BOOST_TEST(h.status == 400u, h.body);
+  BOOST_TEST(h.error_code() == "no_audit_file");
+  BOOST_TEST(h.json()["error"]["field"] == "since");
+}
+
+BOOST_AUTO_TEST_CASE(since_serves_the_file_then_live_without_gaps_or_duplicates) {
+  audit = full_audit(dir);
+  start();
+  for (int i = 0; i < 3; ++i)
+    BOOST_TEST_REQUIRE(exec(json{{"code", "print(1)"}}).status == 200u);
+  // Execs run all along, so that records come while the history is read:
+  // those are held and sent live, once.
+  std::atomic<bool> busy{true};
+  std::thread load([&] {
+    while (busy)
+      exec(json{{"code", "print(2)"}});
+  });
+  std::vector<std::string> seen_bodies;
+  for (int round = 0; round < 3; ++round) {
+    http_client c(socket_path);
+    std::string seen = open_audit(c, "/v1/audit?since=1h");
+    seen_bodies.push_back(seen);
+    BOOST_TEST(events_named(seen, "live")[0]["history"] >= 6);
+  }
+  busy = false;
+  load.join();
+  http_client c(socket_path);
+  std::string seen = open_audit(c, "/v1/audit?since=1h");
+  const uint64_t history = events_named(seen, "live")[0]["history"];
+  auto last = exec(json{{"code", "print(3)"}});
+  BOOST_TEST_REQUIRE(last.status == 200u);
+  const uint64_t exec_id = last.json()["exec_id"];
+  read_until(c, seen, "\"kind\":\"exec_end\",\"seq\"");
+  for (;;) {
+    // Until the last exec's exec_end.
+    bool found = false;
+    for (const auto& l : audit_lines(seen)) {
+      auto j = json::parse(l);
+      if (j["kind"] == "exec_end" && j["exec_id"] == exec_id)
+        found = true;
+    }
+    if (found)
+      break;
+    std::string more;
+    char buf[4096];
+    boost::system::error_code ec;
+    const std::size_t n = c.socket().read_some(boost::asio::buffer(buf), ec);
+    BOOST_TEST_REQUIRE(!ec, ec.message());
+    seen.append(buf, n);
+  }
+  read_until(c, seen, "\n\n");
+  auto lines = audit_lines(seen);
+  BOOST_TEST(lines.size() > history);
+  BOOST_TEST(events_named(seen, "dropped").empty(), seen);
+  // Every record of this daemon, once each, in order: seq 1, 2, 3, …
+  uint64_t want = 1;
+  for (const auto& l : lines) {
+    auto j = json::parse(l);
+    BOOST_TEST_REQUIRE(j["seq"] == want, "record " << want << " is " << l);
+    ++want;
+  }
+  // The earlier streams, opened while execs ran, hold no gap or repeat either.
+  for (const auto& body : seen_bodies) {
+    uint64_t w = 1;
+    for (const auto& l : audit_lines(body)) {
+      BOOST_TEST_REQUIRE(json::parse(l)["seq"] == w, "record " << w << " is " << l);
+      ++w;
+    }
+  }
+}
+
+BOOST_AUTO_TEST_CASE(a_client_that_falls_behind_is_told_what_it_lost_and_execs_go_on) {
+  audit = full_audit(dir);
+  audit->subscriber_window = 4;
+  audit->subscriber_timeout_ms = 120000; // the window, not the timeout, decides
+  start();
+  caf::scoped_actor s(sys);
+  audit_actor a;
+  s->request(sup, std::chrono::seconds(10), get_audit_atom::value)
+      .receive([&](audit_actor& x) { a = x; }, [](caf::error& e) { BOOST_FAIL(caf::to_string(e)); });
+  BOOST_TEST_REQUIRE(static_cast<bool>(a));
+  http_client c(socket_path);
+  std::string seen = open_audit(c, "/v1/audit?kind=policy_rejected");
+  // 40 records of 256 KiB each while the client reads nothing: the socket
+  // fills, then the window, then the audit actor drops.
+  auto big = [](int i) {
+    policy_rejection r;
+    r.policy_name = "big-" + std::to_string(i);
+    r.path = "/nowhere";
+    r.errors.assign(64, std::string(4000, 'x'));
+    return r;
+  };
+  constexpr int n = 40;
+  for (int i = 0; i < n; ++i)
+    s->send(a, big(i));
+  // An exec meanwhile is answered: the stalled client holds nobody up.
+  auto r = exec(json{{"code", "print('unstalled')"}});
+  BOOST_TEST(r.status == 200u, r.body);
+  BOOST_TEST(r.json()["stdout"] == "unstalled\n");
+  s->request(a, std::chrono::seconds(10), status_atom::value)
+      .receive([](audit_stats& st) { BOOST_TEST(st.subscriber_dropped > 0u); },
+               [](caf::error& e) { BOOST_FAIL(caf::to_string(e)); });
+  // The client reads again. Markers go out until one arrives (those sent
+  // while the window is still full are dropped too), then a last record:
+  // the records that reached the client and the drops it was told of add
+  // up to all that was sent.
+  std::mutex mx;
+  std::atomic<bool> reading{true};
+  std::thread reader([&] {
+    char buf[65536];
+    while (reading) {
+      boost::system::error_code ec;
+      const std::size_t got = c.socket().read_some(boost::asio::buffer(buf), ec);
+      if (ec || got == 0)
+        break;
+      std::lock_guard<std::mutex> guard(mx);
+      seen.append(buf, got);
+      const auto last = seen.find("the-last-one");
+      if (last != std::string::npos && seen.find("\n\n", last) != std::string::npos)
+        break;
+    }
+  });
+  auto arrived = [&](const std::string& text) {
+    std::lock_guard<std::mutex> guard(mx);
+    return seen.find(text) != std::string::npos;
+  };
+  int markers = 0;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  for (bool found = false; !found && std::chrono::steady_clock::now() < deadline;) {
+    policy_rejection marker;
+    marker.policy_name = "marker-" + std::to_string(markers++);
+    s->send(a, marker);
+    for (int i = 0; i < 20 && !found; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+      for (int k = 0; k < markers && !found; ++k)
+        found = arrived("\"marker-" + std::to_string(k) + "\"");
+    }
+  }
+  policy_rejection last;
+  last.policy_name = "the-last-one";
+  s->send(a, last);
+  reader.join();
+  reading = false;
+  uint64_t dropped = 0;
+  for (auto& d : events_named(seen, "dropped"))
+    dropped += d["dropped"].get<uint64_t>();
+  const auto delivered = audit_lines(seen).size();
+  BOOST_TEST(dropped > 0u, seen.size());
+  BOOST_TEST(delivered + dropped == static_cast<std::size_t>(n + markers + 1),
+             delivered << " delivered, " << dropped << " dropped");
+  // The `dropped` event comes right before the record that carries it.
+  const auto dpos = seen.find("event: dropped");
+  BOOST_TEST((dpos != std::string::npos && seen.find("event: audit", dpos) != std::string::npos));
+}
+
+BOOST_AUTO_TEST_CASE(a_client_that_leaves_is_unsubscribed) {
+  audit = full_audit(dir);
+  start();
+  caf::scoped_actor s(sys);
+  audit_actor a;
+  s->request(sup, std::chrono::seconds(10), get_audit_atom::value)
+      .receive([&](audit_actor& x) { a = x; }, [](caf::error& e) { BOOST_FAIL(caf::to_string(e)); });
+  auto subscribers = [&] {
+    uint64_t n = 99;
+    s->request(a, std::chrono::seconds(10), status_atom::value)
+        .receive([&](audit_stats& st) { n = st.subscribers; },
+                 [](caf::error& e) { BOOST_FAIL(caf::to_string(e)); });
+    return n;
+  };
+  {
+    http_client c(socket_path);
+    open_audit(c, "/v1/audit");
+    http_client c2(socket_path);
+    open_audit(c2, "/v1/audit?since=1h");
+    BOOST_TEST(subscribers() == 2u);
+  }
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (subscribers() != 0 && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  BOOST_TEST(subscribers() == 0u);
+  // And the server goes on.
+  BOOST_TEST(exec(json{{"code", "print(1)"}}).status == 200u);
+}
+
+BOOST_AUTO_TEST_CASE(a_token_limited_to_some_pools_sees_only_their_records) {
+  audit = full_audit(dir);
+  listen_address lo;
+  lo.type = listen_address::kind::tcp;
+  lo.host = "127.0.0.1";
+  start({}, {lo}, [&](api_options& o) {
+    token_entry e;
+    e.name = "ci";
+    e.sha256 = digest_of("cst_ci");
+    e.pools = std::vector<std::string>{"default", "batch"};
+    o.tokens = std::vector<token_entry>{e};
+  });
+  const uint16_t port = api->bound()[1].port;
+  caf::scoped_actor s(sys);
+  audit_actor a;
+  s->request(sup, std::chrono::seconds(10), get_audit_atom::value)
+      .receive([&](audit_actor& x) { a = x; }, [](caf::error& e) { BOOST_FAIL(caf::to_string(e)); });
+  namespace net = boost::asio;
+  net::io_context io;
+  net::ip::tcp::socket sock(io);
+  sock.connect({net::ip::make_address("127.0.0.1"), port});
+  test::detail::safety_net(sock.native_handle());
+  const std::string get = "GET /v1/audit?kind=exec_start,policy_rejected HTTP/1.1\r\n"
+                          "Host: localhost\r\nAuthorization: Bearer cst_ci\r\n\r\n";
+  net::write(sock, net::buffer(get));
+  std::string seen;
+  auto read_to = [&](const std::string& text) {
+    char buf[4096];
+    while (seen.find(text) == std::string::npos) {
+      boost::system::error_code ec;
+      const std::size_t got = sock.read_some(net::buffer(buf), ec);
+      if (ec || got == 0)
+        break;
+      seen.append(buf, got);
+    }
+  };
+  read_to("event: live\n");
+  BOOST_TEST_REQUIRE(seen.rfind("HTTP/1.1 200 OK\r\n", 0) == 0u, seen);
+  auto started = [](uint64_t id, const std::string& pool) {
+    exec_started e;
+    e.exec_id = id;
+    e.pool = pool;
+    return e;
+  };
+  s->send(a, started(901, "elsewhere"));
+  policy_rejection rej;
+  rej.policy_name = "secret-policy";
+  s->send(a, rej);
+  s->send(a, started(902, "batch"));
+  s->send(a, started(903, "default"));
+  read_to("\"exec_id\":903");
+  read_to("\n\n");
+  BOOST_TEST(seen.find("\"exec_id\":902") != std::string::npos, seen);
+  BOOST_TEST(seen.find("\"exec_id\":901") == std::string::npos, seen);
+  BOOST_TEST(seen.find("secret-policy") == std::string::npos, seen);
+  // History is filtered the same way.
+  s->request(a, std::chrono::seconds(10), audit_flush_atom::value)
+      .receive([](audit_stats&) {}, [](caf::error& e) { BOOST_FAIL(caf::to_string(e)); });
+  net::ip::tcp::socket sock2(io);
+  sock2.connect({net::ip::make_address("127.0.0.1"), port});
+  test::detail::safety_net(sock2.native_handle());
+  const std::string get2 = "GET /v1/audit?since=1h&kind=exec_start,policy_rejected HTTP/1.1\r\n"
+                           "Host: localhost\r\nAuthorization: Bearer cst_ci\r\n\r\n";
+  net::write(sock2, net::buffer(get2));
+  std::string seen2;
+  {
+    char buf[4096];
+    while (seen2.find("event: live\n") == std::string::npos) {
+      boost::system::error_code ec;
+      const std::size_t got = sock2.read_some(net::buffer(buf), ec);
+      if (ec || got == 0)
+        break;
+      seen2.append(buf, got);
+    }
+  }
+  BOOST_TEST(seen2.find("\"exec_id\":903") != std::string::npos, seen2);
+  BOOST_TEST(seen2.find("\"exec_id\":901") == std::string::npos, seen2);
+  BOOST_TEST(seen2.find("secret-policy") == std::string::npos, seen2);
 }
 
 BOOST_AUTO_TEST_SUITE_END()
