@@ -1,9 +1,11 @@
 /// @file audit_command.cpp
 /// `castellan audit tail FILE`: pretty-prints an audit log (docs/audit.md),
 /// filtered by kind, exec and time, optionally following it as it grows and
-/// across rotations.
+/// across rotations. With `--connect` (or CASTELLAN_CONNECT) it reads a
+/// daemon's live audit instead (`GET /v1/audit`, docs/api.md).
 
 #include <cerrno>
+#include <cstdlib>
 #include <chrono>
 #include <csignal>
 #include <cstring>
@@ -11,6 +13,7 @@
 #include <iostream>
 #include <memory>
 #include <string>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <thread>
 #include <unistd.h>
@@ -22,6 +25,7 @@
 #include "actors/audit/audit_query.hpp"
 #include "actors/audit/rfc3339.hpp"
 #include "apps/castellan/cli_context.hpp"
+#include "apps/castellan/daemon_client.hpp"
 
 namespace castellan::cli {
 
@@ -34,12 +38,18 @@ struct tail_args {
   std::string since;
   bool json = false;
   bool follow = false;
+  std::string connect; ///< --connect: a daemon's live audit instead of a file
 };
 
 volatile std::sig_atomic_t stop_following = 0;
+/// The daemon connection of a remote tail: shut down (async-signal-safe)
+/// by the signal handler, which ends the blocked read.
+volatile std::sig_atomic_t stream_fd = -1;
 
 extern "C" void on_stop_signal(int) {
   stop_following = 1;
+  if (stream_fd >= 0)
+    ::shutdown(stream_fd, SHUT_RDWR);
 }
 
 /// Reads a growing file line by line; a line is complete only with its
@@ -105,6 +115,144 @@ private:
   std::string buf_;
 };
 
+/// `text` percent-encoded for a query string.
+std::string query_escape(const std::string& text) {
+  static const char hex[] = "0123456789ABCDEF";
+  std::string out;
+  for (char ch : text) {
+    const auto c = static_cast<unsigned char>(ch);
+    if ((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' ||
+        c == '_' || c == '.' || c == '~' || c == ':') {
+      out += ch;
+    } else {
+      out += '%';
+      out += hex[c >> 4];
+      out += hex[c & 15];
+    }
+  }
+  return out;
+}
+
+/// The records of a daemon's live audit, printed as the file mode prints
+/// them. Without --follow it stops once the history (--since) is printed.
+void run_remote_tail(const tail_args& a, const std::string& target, cli_context& ctx) {
+  if (!a.follow && a.since.empty()) {
+    std::cerr << "castellan audit tail: --connect reads a live stream: give --follow, or --since "
+                 "for the records the daemon holds\n";
+    ctx.exit_code = usage_exit_code;
+    return;
+  }
+  int64_t since_ns = 0;
+  if (!a.since.empty() && !parse_since(a.since, realtime_ns(), since_ns)) {
+    std::cerr << "castellan audit tail: --since wants an RFC 3339 time or a duration such as "
+                 "90s, 15m, 2h, 1d; got '"
+              << a.since << "'\n";
+    ctx.exit_code = usage_exit_code;
+    return;
+  }
+  std::string query;
+  auto add = [&](const std::string& name, const std::string& value) {
+    query += (query.empty() ? "?" : "&") + name + "=" + query_escape(value);
+  };
+  for (const auto& k : a.kinds)
+    add("kind", k);
+  if (a.exec_id != 0)
+    add("exec", std::to_string(a.exec_id));
+  if (!a.since.empty())
+    add("since", a.since);
+  auto where = daemon_address::parse(target);
+  if (!where) {
+    std::cerr << "castellan audit tail: --connect: " << where.error().describe() << "\n";
+    ctx.exit_code = usage_exit_code;
+    return;
+  }
+  const char* token = std::getenv("CASTELLAN_TOKEN");
+  auto client = daemon_client::connect(*where, token != nullptr ? token : "");
+  if (!client) {
+    std::cerr << "castellan audit tail: " << client.error().describe() << "\n";
+    ctx.exit_code = usage_exit_code;
+    return;
+  }
+  std::signal(SIGINT, on_stop_signal);
+  std::signal(SIGTERM, on_stop_signal);
+  stream_fd = (*client)->native_handle();
+  if (stop_following != 0) // a signal before the descriptor was known
+    ::shutdown(stream_fd, SHUT_RDWR);
+  std::string pending;
+  bool ended = false;
+  // One event: its `event:` name and its `data:` line (comments aside).
+  auto on_event = [&](std::string_view block) {
+    std::string_view name;
+    std::string_view data;
+    while (!block.empty()) {
+      const auto nl = block.find('\n');
+      std::string_view line = block.substr(0, nl);
+      block = nl == std::string_view::npos ? std::string_view{} : block.substr(nl + 1);
+      if (line.substr(0, 7) == "event: ")
+        name = line.substr(7);
+      else if (line.substr(0, 6) == "data: ")
+        data = line.substr(6);
+    }
+    if (name == "audit") {
+      auto rec = parse_audit_line(data);
+      if (!rec)
+        return true;
+      if (a.json)
+        std::cout << data << '\n';
+      else
+        std::cout << pretty_audit_line(*rec) << '\n';
+      std::cout.flush();
+    } else if (name == "dropped") {
+      auto j = nlohmann::json::parse(data.begin(), data.end(), nullptr, false);
+      std::cerr << "castellan audit tail: "
+                << (j.is_object() && j.contains("dropped") ? j["dropped"].dump() : "some")
+                << " record(s) dropped: this client fell behind the daemon\n";
+    } else if (name == "live") {
+      if (!a.follow) {
+        ended = true;
+        return false;
+      }
+    } else if (name == "end") {
+      ended = true;
+      return false;
+    }
+    return true;
+  };
+  auto reply = (*client)->get_stream("/v1/audit" + query, [&](std::string_view bytes) {
+    pending.append(bytes);
+    std::size_t start = 0;
+    for (auto sep = pending.find("\n\n"); sep != std::string::npos;
+         sep = pending.find("\n\n", start)) {
+      const bool go_on = on_event(std::string_view(pending).substr(start, sep - start));
+      start = sep + 2;
+      if (!go_on) {
+        pending.erase(0, start);
+        return false;
+      }
+    }
+    pending.erase(0, start);
+    return true;
+  });
+  stream_fd = -1;
+  std::cout.flush();
+  if (stop_following != 0)
+    return; // interrupted: as the file mode, a clean end
+  if (!reply) {
+    std::cerr << "castellan audit tail: " << target << ": " << reply.error().describe() << "\n";
+    ctx.exit_code = 1;
+    return;
+  }
+  if (reply->status != 200) {
+    std::cerr << "castellan audit tail: the daemon refused: " << reply->error_message() << "\n";
+    ctx.exit_code = reply->status == 400 || reply->status == 404 ? usage_exit_code : 1;
+    return;
+  }
+  if (!ended && a.follow) {
+    std::cerr << "castellan audit tail: the daemon closed the stream\n";
+    ctx.exit_code = 1;
+  }
+}
+
 void run_tail(const tail_args& a, cli_context& ctx) {
   tail_filter filter;
   for (const auto& k : a.kinds) {
@@ -118,6 +266,22 @@ void run_tail(const tail_args& a, cli_context& ctx) {
       return;
     }
     filter.kinds.insert(k);
+  }
+  if (!a.connect.empty() && !a.file.empty()) {
+    std::cerr << "castellan audit tail: give a FILE or --connect, not both\n";
+    ctx.exit_code = usage_exit_code;
+    return;
+  }
+  if (a.file.empty()) {
+    const std::string target = connect_target(a.connect);
+    if (target.empty()) {
+      std::cerr << "castellan audit tail: give the audit log FILE, or --connect (or "
+                   "CASTELLAN_CONNECT) for a daemon's live audit\n";
+      ctx.exit_code = usage_exit_code;
+      return;
+    }
+    run_remote_tail(a, target, ctx);
+    return;
   }
   filter.exec_id = a.exec_id;
   if (!a.since.empty() && !parse_since(a.since, realtime_ns(), filter.since_ns)) {
@@ -183,8 +347,12 @@ void add_audit_commands(CLI::App& app, cli_context& ctx) {
   auto args = std::make_shared<tail_args>();
   CLI::App* tail = audit->add_subcommand(
       "tail", "Pretty-print an audit log (JSON lines), filtered; --follow keeps reading");
-  tail->add_option("file", args->file, "The audit log (castellan exec --audit-log FILE)")
-      ->required();
+  tail->add_option("file", args->file,
+                   "The audit log (castellan exec --audit-log FILE); without it, --connect");
+  tail->add_option("--connect", args->connect,
+                   "Read a daemon's live audit (GET /v1/audit) instead of a file: unix:PATH, "
+                   "http://HOST:PORT or https://HOST:PORT (default: $CASTELLAN_CONNECT when no "
+                   "FILE is given; $CASTELLAN_TOKEN is sent as the bearer token)");
   tail->add_option("--kind", args->kinds,
                    "Only records of this kind (repeatable): exec_start, exec_end, "
                    "syscall_denied, policy_warning, optimistic_violation, policy_rejected, "

@@ -137,6 +137,54 @@ struct daemon_client::impl {
   }
 };
 
+namespace {
+
+/// Reads a streamed answer's body piece by piece (Beast's buffer_body).
+template <class Stream>
+outcome<daemon_reply> read_stream(Stream& s, boost::beast::flat_buffer& buffer,
+                                  const http::request<http::string_body>& req,
+                                  const std::function<bool(std::string_view)>& on_bytes) {
+  boost::system::error_code ec;
+  http::write(s, req, ec);
+  if (ec)
+    return logic_failure("sending the request: " + ec.message());
+  http::response_parser<http::buffer_body> parser;
+  parser.body_limit(boost::none);
+  http::read_header(s, buffer, parser, ec);
+  if (ec)
+    return logic_failure("reading the answer: " + ec.message());
+  daemon_reply out;
+  out.status = parser.get().result_int();
+  out.content_type = std::string(parser.get()[http::field::content_type]);
+  const bool streamed = out.status == 200;
+  char chunk[16384];
+  while (!parser.is_done()) {
+    parser.get().body().data = chunk;
+    parser.get().body().size = sizeof(chunk);
+    // read_some: what has arrived, not a full buffer (events trickle in).
+    http::read_some(s, buffer, parser, ec);
+    if (ec == http::error::need_buffer)
+      ec = {};
+    const std::size_t n = sizeof(chunk) - parser.get().body().size;
+    if (n > 0) {
+      if (!streamed)
+        out.body.append(chunk, n);
+      else if (!on_bytes(std::string_view(chunk, n)))
+        return out;
+    }
+    if (ec) {
+      if (ec == http::error::end_of_stream || ec == boost::asio::error::eof)
+        break;
+      return logic_failure("reading the answer: " + ec.message());
+    }
+    if (!streamed && out.body.size() > (16u << 20))
+      return logic_failure("reading the answer: longer than 16 MiB");
+  }
+  return out;
+}
+
+} // namespace
+
 daemon_client::daemon_client(std::unique_ptr<impl> p) : impl_(std::move(p)) {}
 daemon_client::~daemon_client() = default;
 
@@ -221,6 +269,32 @@ outcome<daemon_reply> daemon_client::request(const std::string& method, const st
   if (auto* tls = std::get_if<std::unique_ptr<impl::tls_stream>>(&s))
     return impl_->exchange(**tls, req);
   return logic_failure("not connected");
+}
+
+outcome<daemon_reply>
+daemon_client::get_stream(const std::string& target,
+                          const std::function<bool(std::string_view)>& on_bytes) {
+  http::request<http::string_body> req;
+  req.method(http::verb::get);
+  req.target(target);
+  req.version(11);
+  req.set(http::field::host, impl_->host_header);
+  req.set(http::field::user_agent, "castellan-cli");
+  req.set(http::field::accept, "text/event-stream");
+  if (!impl_->token.empty())
+    req.set(http::field::authorization, "Bearer " + impl_->token);
+  auto& s = impl_->stream;
+  if (auto* u = std::get_if<impl::unix_socket>(&s))
+    return read_stream(*u, impl_->buffer, req, on_bytes);
+  if (auto* t = std::get_if<impl::tcp_socket>(&s))
+    return read_stream(*t, impl_->buffer, req, on_bytes);
+  if (auto* tls = std::get_if<std::unique_ptr<impl::tls_stream>>(&s))
+    return read_stream(**tls, impl_->buffer, req, on_bytes);
+  return logic_failure("not connected");
+}
+
+int daemon_client::native_handle() const {
+  return impl_->native_handle();
 }
 
 void daemon_client::shut_down() {

@@ -7,8 +7,10 @@
 /// CASTELLAN_CA_FILE, and the host name checked), with the bearer token of
 /// CASTELLAN_TOKEN when set.
 
+#include <functional>
 #include <memory>
 #include <string>
+#include <string_view>
 
 #include "ipc/outcome.hpp"
 
@@ -50,6 +52,17 @@ public:
   /// One request and its whole response (keep-alive between them).
   outcome<daemon_reply> request(const std::string& method, const std::string& target,
                                 const std::string& body = {});
+
+  /// A GET whose answer is a stream (server-sent events): when the status
+  /// is 200, `on_bytes` gets the body as it arrives, piece by piece, until
+  /// the server ends it (the reply then has no body) or `on_bytes` returns
+  /// false; any other status is returned whole, as request() does.
+  outcome<daemon_reply> get_stream(const std::string& target,
+                                   const std::function<bool(std::string_view)>& on_bytes);
+
+  /// The connection's descriptor (for shutdown(2) from a signal handler);
+  /// -1 when not connected.
+  int native_handle() const;
 
   /// Ends the connection from another thread: a request blocked in it
   /// returns a failure. The daemon cancels an exec whose client went away.
