@@ -6,7 +6,8 @@ import json
 import socket
 import threading
 import urllib.parse
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
+from typing import (Any, Callable, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple,
+                    Union)
 
 from .errors import CastellanError, error_from_answer
 from .result import Result
@@ -196,6 +197,67 @@ class Client:
                 body[key] = value if isinstance(value, str) else list(value)
         return self._json("POST", "/v1/policies/explain", body)
 
+    def audit(self, kinds: Optional[Sequence[str]] = None, *, exec_id: Optional[int] = None,
+              since: Optional[str] = None, follow: bool = True,
+              on_dropped: Optional[Callable[[int], None]] = None) -> Iterator[Dict[str, Any]]:
+        """The daemon's audit records as they are recorded (``GET /v1/audit``):
+        an iterator of dicts, one per record (docs/audit.md).
+
+        ``kinds`` keeps those kinds (``"exec_end"``, ``"syscall_denied"``…),
+        ``exec_id`` one exec's records; ``since`` (an RFC 3339 time, or a
+        duration ago such as ``"15m"``) first yields what the daemon's audit
+        file holds from then on. With ``follow=False`` the iterator ends after
+        that history; otherwise it goes on until the daemon stops or the
+        iterator is closed (``close()``, or leaving a ``for`` loop with
+        ``break`` and dropping it), which ends the subscription. Records
+        dropped because this client read too slowly are reported to
+        ``on_dropped(count)`` (default: ignored) before the next record. A
+        bad filter raises CastellanError (400, ``field`` names it) at the
+        first ``next()``.
+        """
+        query: List[Tuple[str, str]] = []
+        if kinds:
+            query.append(("kind", ",".join(kinds)))
+        if exec_id is not None:
+            query.append(("exec", str(exec_id)))
+        if since is not None:
+            query.append(("since", since))
+        target = "/v1/audit"
+        if query:
+            target += "?" + urllib.parse.urlencode(query, quote_via=urllib.parse.quote)
+        return self._audit_events(target, follow, on_dropped)
+
+    def _audit_events(self, target: str, follow: bool,
+                      on_dropped: Optional[Callable[[int], None]]) -> Iterator[Dict[str, Any]]:
+        conn, response = self._open("GET", target, None, accept="text/event-stream")
+        try:
+            if response.status != 200:
+                raise error_from_answer(response.status, response.read())
+            name, data = "", ""
+            while True:
+                line = response.readline()
+                if not line:
+                    return  # the daemon closed the stream
+                text = line.decode("utf-8").rstrip("\n")
+                if text:
+                    if text.startswith("event: "):
+                        name = text[7:]
+                    elif text.startswith("data: "):
+                        data = text[6:]
+                    continue
+                # A blank line ends an event.
+                if name == "audit":
+                    yield json.loads(data)
+                elif name == "dropped" and on_dropped is not None:
+                    on_dropped(int(json.loads(data).get("dropped", 0)))
+                elif name == "live" and not follow:
+                    return
+                elif name == "end":
+                    return
+                name, data = "", ""
+        finally:
+            self._release(conn)
+
     def health(self) -> str:
         """``"ok"``, or ``"draining"`` once the daemon is shutting down."""
         return self._json("GET", "/v1/health", None)["status"]
@@ -232,12 +294,13 @@ class Client:
         finally:
             self._release(conn)
 
-    def _open(self, method: str, target: str, body: Optional[Dict[str, Any]]
+    def _open(self, method: str, target: str, body: Optional[Dict[str, Any]],
+              accept: str = "application/json"
               ) -> Tuple[http.client.HTTPConnection, http.client.HTTPResponse]:
         """Sends a request on a new connection; the connection and the
         response, its headers read and its body not. The caller reads the
         body and then calls ``_release(conn)``."""
-        headers = {"User-Agent": _USER_AGENT, "Accept": "application/json"}
+        headers = {"User-Agent": _USER_AGENT, "Accept": accept}
         if self._token is not None:
             headers["Authorization"] = "Bearer " + self._token
         payload = None

@@ -244,6 +244,42 @@ class Daemon(unittest.TestCase):
                          r'(?m)^castellan_execs_total\{error_class="ok",pool="default"\} [1-9]')
 
 
+class Audit(unittest.TestCase):
+    def setUp(self):
+        self.c = Client("unix:" + SOCKET)
+
+    def test_live_records_and_history(self):
+        seen = []
+        stream = self.c.audit(kinds=["exec_end"])
+
+        def consume():
+            for rec in stream:
+                seen.append(rec)
+                if len(seen) >= 1:
+                    return
+
+        t = threading.Thread(target=consume)
+        t.start()
+        # Execs until one is seen: the first may come before the subscription.
+        ids = []
+
+        def one_seen():
+            ids.append(self.c.exec("print(1)").exec_id)
+            t.join(0.05)
+            return seen
+        until("an exec_end on the live stream", one_seen)
+        t.join()
+        stream.close()
+        self.assertEqual(seen[0]["kind"], "exec_end")
+        self.assertIn(seen[0]["exec_id"], ids)
+        # History: what the file holds since then, one exec's records.
+        history = list(self.c.audit(exec_id=ids[-1], since="1h", follow=False))
+        self.assertEqual([r["kind"] for r in history], ["exec_start", "exec_end"])
+        with self.assertRaises(CastellanError) as bad:
+            next(self.c.audit(kinds=["exec_stop"]))
+        self.assertEqual((bad.exception.status, bad.exception.field), (400, "kind"))
+
+
 class Policies(unittest.TestCase):
     def setUp(self):
         self.c = Client("unix:" + SOCKET)
