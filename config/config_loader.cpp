@@ -8,7 +8,6 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <limits>
 #include <map>
 #include <memory>
@@ -25,6 +24,7 @@
 #include "actors/policy/engine/syscall_names.hpp"
 #include "config/byte_size.hpp"
 #include "config/listen_check.hpp"
+#include "config/regular_file.hpp"
 #include "config/tokens_loader.hpp"
 #include "platform/install_layout.hpp"
 
@@ -1070,32 +1070,14 @@ config_load parse_serve_config(std::string_view text, const std::string& source,
 }
 
 config_load load_serve_config(const std::string& path) {
-  struct stat st {};
-  if (::stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) {
+  auto file = read_regular_file(path, max_config_bytes, false);
+  if (!file.error.empty()) {
     config_load out;
     out.config.source = path;
-    out.errors.push_back(config_error{path, 0, 0, {}, {}, "not a regular file"});
+    out.errors.push_back(config_error{path, 0, 0, {}, {}, std::move(file.error)});
     return out;
   }
-  std::ifstream in{path, std::ios::binary};
-  if (!in) {
-    config_load out;
-    out.config.source = path;
-    out.errors.push_back(
-        config_error{path, 0, 0, {}, {}, std::string("cannot read: ") + std::strerror(errno)});
-    return out;
-  }
-  std::string text;
-  text.resize(max_config_bytes + 1);
-  in.read(text.data(), static_cast<std::streamsize>(text.size()));
-  text.resize(static_cast<std::size_t>(in.gcount()));
-  if (text.size() > max_config_bytes) {
-    config_load out;
-    out.config.source = path;
-    out.errors.push_back(
-        config_error{path, 0, 0, {}, {}, "larger than " + format_byte_size(max_config_bytes)});
-    return out;
-  }
+  const std::string& text = file.text;
   return parse_serve_config(text, path, directory_of(path));
 }
 

@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
-#include <fstream>
 #include <map>
 #include <optional>
 #include <sstream>
@@ -11,6 +10,7 @@
 #include <toml++/toml.h>
 
 #include "config/config_loader.hpp"
+#include "config/regular_file.hpp"
 
 namespace castellan::config {
 
@@ -251,23 +251,15 @@ tokens_load parse_tokens_file(std::string_view text, const std::string& source,
 }
 
 tokens_load load_tokens_file(const std::string& path, const std::vector<std::string>& pools) {
-  std::ifstream in{path, std::ios::binary};
-  if (!in) {
+  // The mode is checked again here, on what is read: the config loader's
+  // check saw the path, which may name another file by now.
+  auto file = read_regular_file(path, max_config_bytes, true);
+  if (!file.error.empty()) {
     tokens_load out;
-    out.errors.push_back(
-        config_error{path, 0, 0, {}, {}, std::string("cannot read: ") + std::strerror(errno)});
+    out.errors.push_back(config_error{path, 0, 0, {}, {}, std::move(file.error)});
     return out;
   }
-  std::string text;
-  text.resize(max_config_bytes + 1);
-  in.read(text.data(), static_cast<std::streamsize>(text.size()));
-  text.resize(static_cast<std::size_t>(in.gcount()));
-  if (text.size() > max_config_bytes) {
-    tokens_load out;
-    out.errors.push_back(config_error{path, 0, 0, {}, {}, "larger than 1MiB"});
-    return out;
-  }
-  return parse_tokens_file(text, path, pools);
+  return parse_tokens_file(file.text, path, pools);
 }
 
 } // namespace castellan::config

@@ -3,8 +3,17 @@
 
 #include <boost/test/unit_test.hpp>
 
+#include <fcntl.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <fstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "actors/api/bearer_token.hpp"
@@ -32,6 +41,17 @@ std::string only_error(const std::string& text) {
   BOOST_TEST_REQUIRE(e.size() == 1u, text);
   return e[0];
 }
+
+/// A private directory, removed afterwards.
+struct temp_dir {
+  std::string path;
+  temp_dir() {
+    char tmpl[] = "/tmp/castellan-tokens-XXXXXX";
+    BOOST_REQUIRE(::mkdtemp(tmpl) != nullptr);
+    path = tmpl;
+  }
+  ~temp_dir() { std::system(("rm -rf '" + path + "'").c_str()); }
+};
 
 } // namespace
 
@@ -145,6 +165,45 @@ BOOST_AUTO_TEST_CASE(a_missing_file_is_an_error_not_an_empty_list) {
   BOOST_TEST_REQUIRE(l.errors.size() == 1u);
   BOOST_TEST(l.errors[0].describe() ==
              "/nonexistent/tokens.toml: cannot read: No such file or directory");
+}
+
+// The config loader checks the file's type and mode by its path before it
+// reads it; a file swapped in between must meet the same checks where it
+// is read, on the descriptor.
+BOOST_AUTO_TEST_CASE(the_file_read_is_checked_not_only_the_path_stat_saw) {
+  temp_dir dir;
+  const std::string file = dir.path + "/tokens.toml";
+  std::ofstream(file) << "[[tokens]]\nname = \"a\"\nsha256 = \"" + hex_a + "\"\n";
+  BOOST_REQUIRE(::chmod(file.c_str(), 0644) == 0);
+  auto l = config::load_tokens_file(file, pools);
+  BOOST_TEST(l.tokens.empty());
+  BOOST_TEST_REQUIRE(l.errors.size() == 1u);
+  BOOST_TEST(l.errors[0].describe() ==
+             file + ": mode 0644 lets others than its owner use it (chmod 600)");
+}
+
+// A FIFO in the file's place must not hold the reader (the daemon's signal
+// thread on SIGHUP) until some writer comes. The writer here only ends the
+// wait of a reader that blocks, so that such a reader fails the test
+// instead of hanging it.
+BOOST_AUTO_TEST_CASE(a_fifo_is_refused_without_waiting_for_a_writer) {
+  temp_dir dir;
+  const std::string fifo = dir.path + "/tokens.toml";
+  BOOST_REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+  std::atomic<bool> done{false};
+  std::thread writer([&] {
+    while (!done) {
+      const int fd = ::open(fifo.c_str(), O_WRONLY | O_NONBLOCK | O_CLOEXEC);
+      if (fd >= 0)
+        ::close(fd);
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+  });
+  auto l = config::load_tokens_file(fifo, pools);
+  done = true;
+  writer.join();
+  BOOST_TEST_REQUIRE(l.errors.size() == 1u);
+  BOOST_TEST(l.errors[0].describe() == fifo + ": not a regular file");
 }
 
 BOOST_AUTO_TEST_SUITE_END()
