@@ -114,6 +114,9 @@ struct in_flight_exec {
   /// Who admitted it: its token counts it, and only that token (or a
   /// caller without one) may cancel it.
   caller owner;
+  /// The pool the token was admitted to: a reload that takes it from the
+  /// token (or revokes the token) cancels the exec.
+  std::string pool;
   /// Its answer is streamed and has begun (api_responder::stream).
   bool streaming = false;
 };
@@ -512,6 +515,7 @@ struct api_service::state final : api_responder, audit_stream_sink {
       x.exec_id = er.exec_id;
       x.id = body.id;
       x.owner = who;
+      x.pool = pool;
       if (!x.id.empty())
         by_client_id.emplace(key, req.id);
       by_exec_id.emplace(x.exec_id, req.id);
@@ -566,6 +570,15 @@ void api_service::set_default_pool(std::string name) {
 void api_service::replace_tokens(std::vector<token_entry> tokens) {
   std::lock_guard<std::mutex> guard(state_->m);
   state_->access.replace(std::move(tokens));
+  // A token is revoked because it should do nothing more: its execs in
+  // flight, and the output they stream to it, end now rather than when
+  // their timeout comes. The same for an exec in a pool its token may no
+  // longer use. Their requests get their cancelled results, and release.
+  for (const auto& kv : state_->execs) {
+    const in_flight_exec& x = kv.second;
+    if (x.owner.type == caller::kind::token && !state_->access.may_use(x.owner, x.pool))
+      caf::anon_send(state_->actor, cancel_atom::value, x.exec_id);
+  }
 }
 
 outcome<std::unique_ptr<api_service>>
