@@ -520,8 +520,11 @@ struct api_service::state final : api_responder, audit_stream_sink {
         by_client_id.emplace(key, req.id);
       by_exec_id.emplace(x.exec_id, req.id);
       execs.emplace(req.id, std::move(x));
+      // Sent under `m`, so that a cancel for this exec (a DELETE, or a
+      // reload that revokes its token) that finds it in `execs` is queued
+      // to the actor after it, never before.
+      caf::anon_send(actor, exec_atom::value, req.id, std::move(er), std::move(body.id));
     }
-    caf::anon_send(actor, exec_atom::value, req.id, std::move(er), std::move(body.id));
   }
 
   /// `DELETE /v1/execs/{key}`: `key` is the client's id of an exec in

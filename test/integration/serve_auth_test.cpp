@@ -257,8 +257,17 @@ BOOST_AUTO_TEST_CASE(tokens_guard_tcp_and_a_token_has_its_pools_and_its_limit) {
                            bearer(ci.token.substr(0, ci.token.size() - 1) + "x"));
   BOOST_TEST(wrong.status == 401u);
   BOOST_TEST(wrong.www_authenticate.find("error=\"invalid_token\"") != std::string::npos);
-  auto ok = tcp_request(port, "POST", "/v1/exec", exec_body("print(6*7)"), bearer(ci.token));
+  // What a client says of itself is not its origin: proxy headers are not
+  // believed, and a body cannot carry one.
+  auto forged_headers = bearer(ci.token);
+  forged_headers.emplace_back("X-Forwarded-For", "203.0.113.9");
+  forged_headers.emplace_back("Forwarded", "for=203.0.113.9");
+  auto ok = tcp_request(port, "POST", "/v1/exec", exec_body("print(6*7)"), forged_headers);
   BOOST_REQUIRE_MESSAGE(ok.status == 200u, ok.body);
+  auto forged_body = tcp_request(port, "POST", "/v1/exec",
+                                 R"j({"code":"print(1)","origin":{"peer":"x","token":"ops"}})j",
+                                 bearer(ci.token));
+  BOOST_TEST(forged_body.status == 400u, forged_body.body);
   BOOST_TEST(ok.json()["stdout"] == "42\n");
 
   // A token sees the pools it may use, and no daemon-wide view; one
@@ -374,6 +383,7 @@ BOOST_AUTO_TEST_CASE(tokens_guard_tcp_and_a_token_has_its_pools_and_its_limit) {
       ++unix_owner;
     }
     BOOST_TEST(line.find(ci.token) == std::string::npos, "a token reached the audit log");
+    BOOST_TEST(line.find("203.0.113.9") == std::string::npos, line);
   }
   // ci: print(6*7), the held exec and print(5); ops: beta twice; b-only once.
   BOOST_TEST((by_token == std::map<std::string, int>{{"ci", 3}, {"ops", 2}, {"b-only", 1}}));
