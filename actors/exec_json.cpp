@@ -46,7 +46,7 @@ nlohmann::json to_json(const exec_result& r) {
     if (enforcement.is_discarded())
       enforcement = r.enforcement; // not ours to drop: show it as text
   }
-  return {
+  nlohmann::json j = {
     {"exec_id", r.exec_id},
     {"exit_code", r.exit_code},
     {"error_class", to_string(r.error)},
@@ -64,6 +64,23 @@ nlohmann::json to_json(const exec_result& r) {
     {"detail", r.detail},
     {"enforcement", enforcement},
   };
+  if (!r.files.empty()) {
+    nlohmann::json files = nlohmann::json::array();
+    for (const auto& f : r.files) {
+      nlohmann::json e = {{"path", f.path}, {"size", f.size}};
+      if (!f.error.empty()) {
+        e["error"] = f.error;
+        e["message"] = f.message;
+      } else if (is_utf8(f.content)) {
+        e["content"] = f.content;
+      } else {
+        e["content_base64"] = base64_encode(f.content);
+      }
+      files.push_back(std::move(e));
+    }
+    j["files"] = std::move(files);
+  }
+  return j;
 }
 
 namespace {
@@ -214,6 +231,35 @@ outcome<exec_result> result_from_json(const nlohmann::json& j) {
   }
   if (!m.problem().empty())
     return logic_failure(m.problem());
+  // Only when the request asked for files.
+  if (auto files = j.find("files"); files != j.end()) {
+    if (!files->is_array())
+      return logic_failure("result.files is not an array");
+    for (std::size_t i = 0; i < files->size(); ++i) {
+      const auto& fj = (*files)[i];
+      member_reader e(fj, "result.files[" + std::to_string(i) + "]");
+      exec_file_out f;
+      e.text("path", f.path);
+      e.number("size", f.size);
+      if (e.problem().empty() && fj.contains("error")) {
+        e.text("error", f.error);
+        e.text("message", f.message);
+      } else if (e.problem().empty() && fj.contains("content_base64")) {
+        std::string text;
+        e.text("content_base64", text);
+        auto decoded = base64_decode(text);
+        if (e.problem().empty() && !decoded)
+          e.fail("content_base64", "is not base64");
+        else if (decoded)
+          f.content = std::move(*decoded);
+      } else {
+        e.text("content", f.content);
+      }
+      if (!e.problem().empty())
+        return logic_failure(e.problem());
+      r.files.push_back(std::move(f));
+    }
+  }
   return r;
 }
 

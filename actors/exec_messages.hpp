@@ -90,6 +90,39 @@ typename Inspector::result_type inspect(Inspector& f, exec_origin& x) {
   return f(caf::meta::type_name("exec_origin"), x.peer, x.token);
 }
 
+/// A file written into the sandbox before an exec runs (exec_request::files_in).
+struct exec_file_in {
+  /// Relative to the exec's working directory (its cwd, else /tmp), or
+  /// absolute; either way below /tmp or the cwd, with no `..` (docs/api.md).
+  std::string path;
+  std::string content;
+  uint32_t mode = 0644; ///< permission bits (at most 0777)
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, exec_file_in& x) {
+  return f(caf::meta::type_name("exec_file_in"), x.path, x.content, x.mode);
+}
+
+/// A file an exec left, read back after it ended (exec_request::files_out),
+/// or why it could not be.
+struct exec_file_out {
+  std::string path;    ///< as the request named it
+  std::string content; ///< the file's bytes, when `error` is empty
+  uint64_t size = 0;   ///< the file's size (also when it is too large)
+  /// Empty, or why there is no content: "missing", "not_regular" (a
+  /// directory, a symlink, a FIFO, a device, a /proc file), "too_large",
+  /// "unreadable", "not_collected" (the exec did not run to the point
+  /// where files are read).
+  std::string error;
+  std::string message; ///< the error for people, with the limit it hit
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, exec_file_out& x) {
+  return f(caf::meta::type_name("exec_file_out"), x.path, x.content, x.size, x.error, x.message);
+}
+
 /// Run Python `code`, or, when `argv` is not empty, the command `argv`.
 struct exec_request {
   uint64_t exec_id = 0;    ///< 0: the supervisor assigns one
@@ -120,6 +153,14 @@ struct exec_request {
   caf::actor output_sink;
   /// Who asked (set by the API; the embedding program may leave it empty).
   exec_origin origin;
+  /// Files written before the code runs (before the working directory is
+  /// entered, in the process that runs the exec); a file that cannot be
+  /// written runs nothing (exit code 126). They are removed once the exec
+  /// ends.
+  std::vector<exec_file_in> files_in;
+  /// Files read back once the exec has ended, into exec_result::files, in
+  /// this order (paths as for files_in).
+  std::vector<std::string> files_out;
   // -- set by the supervisor (whatever a client puts here is replaced) --------
   /// The TIGHTEN frame's payload (docs/wire.md) the pool sends before the
   /// code; empty: none.
@@ -131,7 +172,8 @@ struct exec_request {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, exec_request& x) {
   return f(caf::meta::type_name("exec_request"), x.exec_id, x.code, x.argv, x.timeout_ms, x.pool,
-           x.policy, x.env, x.cwd, x.stdin_data, x.output_sink, x.origin, x.tightening,
+           x.policy, x.env, x.cwd, x.stdin_data, x.output_sink, x.origin, x.files_in,
+           x.files_out, x.tightening,
            x.policy_name);
 }
 
@@ -168,13 +210,15 @@ struct exec_result {
   /// seccomp, capabilities; platform/linux/enforcement_report.hpp). Empty
   /// when no worker ran the request, or it was not sandboxed.
   std::string enforcement;
+  /// One entry per exec_request::files_out path, in its order.
+  std::vector<exec_file_out> files;
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, exec_result& x) {
   return f(caf::meta::type_name("exec_result"), x.exec_id, x.exit_code, x.error, x.stdout_data,
            x.stderr_data, x.stdout_truncated, x.stderr_truncated, x.has_exception, x.exception,
-           x.events, x.timing, x.usage, x.worker_id, x.detail, x.enforcement);
+           x.events, x.timing, x.usage, x.worker_id, x.detail, x.enforcement, x.files);
 }
 
 /// A worker's life: starting → ready → running → ready … → stopped.

@@ -39,6 +39,8 @@ CAF_BEGIN_TYPE_ID_BLOCK(castellan, caf::first_custom_type_id)
   CAF_ADD_TYPE_ID(castellan, (castellan::pool_status))
   CAF_ADD_TYPE_ID(castellan, (std::vector<castellan::pool_status>))
   CAF_ADD_TYPE_ID(castellan, (castellan::exec_output))
+  CAF_ADD_TYPE_ID(castellan, (castellan::exec_file_in))
+  CAF_ADD_TYPE_ID(castellan, (castellan::exec_file_out))
 
   CAF_ADD_ATOM(castellan, castellan, exec_atom, "exec")
   CAF_ADD_ATOM(castellan, castellan, cancel_atom, "cancel")

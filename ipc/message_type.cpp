@@ -7,7 +7,7 @@ namespace castellan::ipc {
 
 std::optional<message_type> to_message_type(uint8_t raw) noexcept {
   // A switch over the raw byte rather than a range check: the values have
-  // gaps (0x0B…0x0F, 0x13…0x1F) that a hostile peer must not slip through.
+  // gaps (0x0C…0x0F, 0x13…0x1F) that a hostile peer must not slip through.
   switch (raw) {
   case 0x00:
   case 0x01:
@@ -20,6 +20,7 @@ std::optional<message_type> to_message_type(uint8_t raw) noexcept {
   case 0x08:
   case 0x09:
   case 0x0A:
+  case 0x0B:
   case 0x10:
   case 0x11:
   case 0x12:
@@ -58,6 +59,8 @@ std::string_view to_string(message_type type) noexcept {
     return "STATE";
   case message_type::warn:
     return "WARN";
+  case message_type::file:
+    return "FILE";
   case message_type::allow:
     return "ALLOW";
   case message_type::deny:
@@ -79,7 +82,7 @@ std::string_view to_string(message_type type) noexcept {
 }
 
 bool is_worker_to_supervisor(message_type type) noexcept {
-  return static_cast<uint8_t>(type) <= static_cast<uint8_t>(message_type::warn);
+  return static_cast<uint8_t>(type) <= static_cast<uint8_t>(message_type::file);
 }
 
 } // namespace castellan::ipc

@@ -21,6 +21,7 @@ enum class message_type : uint8_t {
   ready = 0x08,       ///< worker → sup: JSON, the worker is warm
   state = 0x09,       ///< worker → sup: JSON state event
   warn = 0x0A,        ///< worker → sup: a warning raised by the worker itself
+  file = 0x0B,        ///< worker → sup: a piece of a requested file (files_out), or why not
   allow = 0x10,       ///< sup → worker: check answer
   deny = 0x11,        ///< sup → worker: check answer with the reason
   warn_allow = 0x12,  ///< sup → worker: allowed and recorded as a warning

@@ -1,5 +1,7 @@
 #include "actors/api/api_json.hpp"
 
+#include <optional>
+
 #include <nlohmann/json.hpp>
 
 #include "actors/api/api_error.hpp"
@@ -53,6 +55,84 @@ std::string pointer_token(const std::string& name) {
       out.push_back(c);
   }
   return out;
+}
+
+/// The JSON pointer (without its leading '/') of the field a check_setup
+/// message names: "files_in[2].path: …" → "files_in/2/path"; "env[2]: …"
+/// and "cwd: …" → the field ("env" is an object in the API: its index means
+/// nothing there).
+std::string setup_pointer(const std::string& why) {
+  const std::string head = why.substr(0, why.find(": "));
+  if (head.compare(0, 5, "files") != 0)
+    return why.substr(0, why.find_first_of("[:"));
+  std::string out;
+  for (char c : head) {
+    if (c == '[' || c == '.')
+      out.push_back('/');
+    else if (c != ']')
+      out.push_back(c);
+  }
+  return out;
+}
+
+/// `files_in`: `[{path, content | content_base64, mode?}]`.
+std::optional<api_error> read_files_in(const json& v, std::vector<exec_file_in>& out) {
+  if (!v.is_array())
+    return field_error("files_in", "'files_in' must be an array of {path, content | "
+                                   "content_base64, mode}, not " + type_name(v));
+  if (v.size() > max_files)
+    return field_error("files_in", "'files_in' has " + std::to_string(v.size()) +
+                                       " files; at most " + std::to_string(max_files));
+  for (std::size_t i = 0; i < v.size(); ++i) {
+    const json& f = v[i];
+    const std::string at = "files_in/" + std::to_string(i);
+    const std::string name = "'files_in[" + std::to_string(i) + "]";
+    if (!f.is_object())
+      return field_error(at, name + "' must be an object, not " + type_name(f));
+    exec_file_in file;
+    bool has_path = false;
+    bool has_content = false;
+    for (auto m = f.begin(); m != f.end(); ++m) {
+      const std::string& k = m.key();
+      const json& mv = m.value();
+      const std::string ptr = at + "/" + pointer_token(k);
+      if (k == "path") {
+        if (!mv.is_string())
+          return field_error(ptr, name + ".path' must be a string, not " + type_name(mv));
+        file.path = mv.get<std::string>();
+        has_path = true;
+      } else if (k == "content" || k == "content_base64") {
+        if (!mv.is_string())
+          return field_error(ptr, name + "." + k + "' must be a string, not " + type_name(mv));
+        if (has_content)
+          return field_error(ptr, name + "': give 'content' or 'content_base64', not both");
+        if (k == "content") {
+          file.content = mv.get<std::string>();
+        } else {
+          auto bytes = base64_decode(mv.get<std::string>());
+          if (!bytes)
+            return field_error(ptr, name + ".content_base64' is not base64 (RFC 4648, standard "
+                                           "alphabet, padded, no white space)");
+          file.content = std::move(*bytes);
+        }
+        has_content = true;
+      } else if (k == "mode") {
+        if (!mv.is_number_unsigned() || mv.get<uint64_t>() > 0777)
+          return field_error(ptr, name + ".mode' must be permission bits, an integer from 0 to "
+                                         "511 (0777), not " + mv.dump());
+        file.mode = static_cast<uint32_t>(mv.get<uint64_t>());
+      } else {
+        return field_error(ptr, "unknown field '" + k + "' in " + name +
+                                    "' (expected path, content, content_base64, mode)");
+      }
+    }
+    if (!has_path)
+      return field_error(at + "/path", name + ".path' is missing");
+    if (!has_content)
+      return field_error(at + "/content", name + "' needs 'content' or 'content_base64'");
+    out.push_back(std::move(file));
+  }
+  return std::nullopt;
 }
 
 } // namespace
@@ -207,19 +287,33 @@ std::variant<exec_body, api_error> parse_exec_body(std::string_view body, bool c
       if (!v.is_string())
         return field_error(key, "'cwd' must be a string, not " + type_name(v));
       req.cwd = v.get<std::string>();
+    } else if (key == "files_in") {
+      if (auto err = read_files_in(v, req.files_in))
+        return std::move(*err);
+    } else if (key == "files_out") {
+      if (!v.is_array())
+        return field_error(key, "'files_out' must be an array of paths, not " + type_name(v));
+      if (v.size() > max_files)
+        return field_error(key, "'files_out' names " + std::to_string(v.size()) +
+                                    " files; at most " + std::to_string(max_files));
+      for (std::size_t i = 0; i < v.size(); ++i) {
+        if (!v[i].is_string())
+          return field_error("files_out/" + std::to_string(i),
+                             "'files_out[" + std::to_string(i) + "]' must be a string, not " +
+                                 type_name(v[i]));
+        req.files_out.push_back(v[i].get<std::string>());
+      }
     } else {
       return field_error(key, "unknown field '" + key + "' (expected " +
                                   (command ? "argv" : "code") +
-                                  ", id, timeout_ms, pool, policy, stdin, stdin_base64, env, cwd)");
+                                  ", id, timeout_ms, pool, policy, stdin, stdin_base64, env, cwd, "
+                                  "files_in, files_out)");
     }
   }
   if (!has_main)
     return field_error(main_key, std::string("the field '") + main_key + "' is missing");
-  if (auto why = check_setup(req); !why.empty()) {
-    // "env[2]: …" or "cwd: …": the pointer is the field's.
-    const std::string field = why.substr(0, why.find_first_of("[:"));
-    return field_error(field, why);
-  }
+  if (auto why = check_setup(req); !why.empty())
+    return field_error(setup_pointer(why), why);
   return out;
 }
 

@@ -24,6 +24,7 @@
 #include <spdlog/spdlog.h>
 
 #include "actors/pool/exec_assembly.hpp"
+#include "actors/pool/exec_files.hpp"
 #include "actors/pool/exec_setup.hpp"
 #include "actors/pool/pool_policy.hpp"
 #include "actors/pool/sandbox_profile.hpp"
@@ -89,6 +90,8 @@ struct pending_exec {
   /// Security events beyond the result's limit that the audit could not
   /// take either (its window was spent): counted here, named in the result.
   uint64_t events_unrecorded = 0;
+  /// The FILE frames of its files_out so far.
+  file_collector files;
 };
 
 /// One version of what the pool's workers start from: the config its policy
@@ -504,14 +507,12 @@ std::string too_large(const pool_config& cfg, const exec_request& req) {
     frames += a.size() + 1;
   if (!req.tightening.empty())
     frames += frame_header + req.tightening.size();
-  if (has_setup(req)) {
-    frames += frame_header + setup_header_bytes + req.cwd.size() + req.stdin_data.size();
-    for (const auto& e : req.env)
-      frames += e.size() + 1;
-  }
+  if (has_setup(req))
+    frames += frame_header + setup_bytes(req);
   if (frames > cfg.ring_capacity)
     return "the request is " + std::to_string(frames) +
-           " bytes on the wire (code or argv, stdin, env, cwd and tightening); the ring holds " +
+           " bytes on the wire (code or argv, stdin, env, cwd, files_in and tightening); the "
+           "ring holds " +
            std::to_string(cfg.ring_capacity);
   return {};
 }
@@ -745,11 +746,20 @@ outcome<void> on_frame(pool_ptr self, uint64_t id, worker_slot& slot, ipc::frame
       take_output(self, *slot.current, f.type == message_type::stderr_data, f.payload);
       return {};
     }
+    case message_type::file: {
+      if (!slot.current || f.request_id != slot.current->request_id)
+        return logic_failure("FILE for request " + std::to_string(f.request_id) +
+                             " that is not running");
+      auto& current = *slot.current;
+      return current.files.take(f.payload, current.result.files);
+    }
     case message_type::result: {
       if (!slot.current || f.request_id != slot.current->request_id)
         return logic_failure("RESULT for request " + std::to_string(f.request_id) +
                              " that is not running");
       auto& current = *slot.current;
+      if (auto ok = current.files.finish(); !ok)
+        return ok;
       result_extras extras;
       if (auto ok = apply_result_payload(f.payload, current.result, extras); !ok)
         return ok;
@@ -1095,6 +1105,7 @@ pool_internal_actor::behavior_type pool_impl(pool_ptr self, pool_config base,
       if (req.exec_id == 0)
         req.exec_id = s.next_exec_id++;
       p.result.exec_id = req.exec_id;
+      file_collector::prepare(req.files_out, p.result.files);
       name_policy(p, req, s.cfg);
       if (auto why = too_large(s.cfg, req); !why.empty()) {
         refuse(self, p, error_class::limit_exceeded, std::move(why));

@@ -338,6 +338,24 @@ BOOST_FIXTURE_TEST_CASE(fork_shared_state, default_fork_pool) {
   expect_sequence("fork_shared_state", {"clean"});
 }
 
+BOOST_FIXTURE_TEST_CASE(fork_memory_secret_files, default_fork_pool) {
+  // fork_memory_secret, with files: the first exec's files_in and the
+  // file read back for it (files_out) are secrets too. Its own process
+  // writes the one, the zygote reads the other; neither may keep a copy.
+  // (Under default.json: strict.json's /tmp is read-only.)
+  exec_request first;
+  first.files_in = {exec_file_in{"/tmp/probe-in", "castellan-file-in-" "7e03b1c95d", 0600}};
+  first.files_out = {"/tmp/probe-out"};
+  std::string verdict;
+  auto r1 = probe("fork_memory_secret", verdict, "PHASE = 1\n", first);
+  BOOST_TEST(r1.stdout_data.find("castellan-file-in-" "7e03b1c95d") != std::string::npos,
+             r1.stdout_data);
+  BOOST_REQUIRE(r1.files.size() == 1u);
+  BOOST_TEST(r1.files[0].content == "castellan-file-out-" "e4a8c2106f");
+  auto r2 = probe("fork_memory_secret", verdict, "PHASE = 2\n");
+  BOOST_TEST(r1.worker_id == r2.worker_id);
+  BOOST_TEST(verdict == "clean");
+}
 BOOST_FIXTURE_TEST_CASE(fork_control_filter, mediated_fork_pool) {
   expect_sequence("fork_control_filter", {"clean"}, "LOCK = False\n");
 }
@@ -351,6 +369,93 @@ BOOST_FIXTURE_TEST_CASE(fork_control_park, mediated_fork_pool) {
 }
 
 BOOST_AUTO_TEST_SUITE_END()
+
+/// What an exec can leave at a files_out path, in both modes, under
+/// policies/default.json: the probe plants, the worker reads the files
+/// back after it, and the result says what it found.
+struct files_pools : test::actor_system_fixture {
+  /// The probe run on a pool of one worker in `mode`, with `files_out`
+  /// (relative to `cwd`).
+  exec_result run(const std::string& name, exec_mode mode, std::vector<std::string> files_out,
+                  const std::string& cwd = "/tmp") {
+    // default.json: /tmp is writable (strict.json makes it read-only).
+    std::unique_ptr<strict_pool> p =
+      mode == exec_mode::isolated
+        ? std::make_unique<fork_pool>("/policies/default.json")
+        : std::make_unique<strict_pool>(exec_mode::shared, 1, 0, "/policies/default.json");
+    exec_request req;
+    req.files_out = std::move(files_out);
+    req.cwd = cwd;
+    req.timeout_ms = 20000;
+    std::string verdict;
+    auto r = p->probe(name, verdict,
+                      std::string("ISOLATED = ") +
+                        (mode == exec_mode::isolated ? "True" : "False") + "\n",
+                      std::move(req));
+    // A reader blocked on a FIFO would hold the RESULT back past the
+    // deadline: the exec would end as a timeout.
+    BOOST_TEST((r.error == error_class::ok), name << ": " << to_string(r.error) << " "
+                                                  << r.detail << r.stderr_data
+                                                  << r.exception.message);
+    BOOST_TEST(verdict != "", name << ": " << r.stdout_data << r.stderr_data);
+    return r;
+  }
+};
+
+BOOST_FIXTURE_TEST_SUITE(files_probes, files_pools)
+
+BOOST_AUTO_TEST_CASE(files_swap_race) {
+  for (const auto mode : {exec_mode::shared, exec_mode::isolated}) {
+    // The swapping goes on while the files are read: several reads, each
+    // one of the three things or a moment without it, never the target.
+    for (int round = 0; round < 3; ++round) {
+      auto r = run("files_swap_race", mode, {"out", "out", "out", "out"});
+      BOOST_REQUIRE(r.files.size() == 4u);
+      for (const auto& f : r.files) {
+        BOOST_TEST((f.error == "not_regular" || f.error == "missing" ||
+                    (f.error.empty() && f.content == "regular")),
+                   f.path << ": " << f.error << " " << f.message << " " << f.content);
+        BOOST_TEST(f.content.find("root:") == std::string::npos);
+      }
+    }
+  }
+}
+
+BOOST_AUTO_TEST_CASE(files_proc_self) {
+  for (const auto mode : {exec_mode::shared, exec_mode::isolated}) {
+    auto r = run("files_proc_self", mode,
+                 {"self/environ", "self/mem", "self/maps", "thread-self/environ", "1/environ",
+                  "2/environ", "3/environ"},
+                 "/proc");
+    BOOST_REQUIRE(r.files.size() == 7u);
+    // Hidden (hidepid), not ours to read, or refused: never content.
+    for (const auto& f : r.files)
+      BOOST_TEST((f.error == "not_regular" || f.error == "missing" || f.error == "unreadable"),
+                 f.path << ": " << f.error << " " << f.content.size() << " bytes");
+    BOOST_TEST(r.files[0].error == "not_regular"); // /proc/self: a symlink
+    BOOST_TEST(r.files[3].error == "not_regular"); // /proc/thread-self: a symlink
+    if (mode == exec_mode::shared && !test_pool().warm_start)
+      // The harness (PID 2) runs the code itself, so it sees its own
+      // /proc/2: a regular file there, refused for being on procfs. (A
+      // worker cloned warm is not dumpable: its /proc/2 is root's.)
+      BOOST_TEST(r.files[5].error == "not_regular");
+  }
+}
+
+BOOST_AUTO_TEST_CASE(files_sparse_fifo) {
+  for (const auto mode : {exec_mode::shared, exec_mode::isolated}) {
+    auto r = run("files_sparse_fifo", mode, {"huge", "fifo", "sock", "zero"});
+    BOOST_REQUIRE(r.files.size() == 4u);
+    BOOST_TEST(r.files[0].error == "too_large");
+    BOOST_TEST(r.files[0].size == uint64_t{1} << 40);
+    BOOST_TEST(r.files[1].error == "not_regular");
+    BOOST_TEST(r.files[2].error == "not_regular");
+    BOOST_TEST(r.files[3].error == "not_regular");
+  }
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
 
 // The supervisor acting for a worker (decided calls) has no privilege the
 // worker lacks: no capability (CAP_SYS_PTRACE...), no other process's /proc

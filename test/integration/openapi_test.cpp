@@ -218,6 +218,14 @@ BOOST_AUTO_TEST_CASE(every_route_answers_as_the_document_says) {
                            {"stdin", "in"}};
   c.check_request("ExecRequest", with_setup);
   c.check("/v1/exec", "post", post("/v1/exec", with_setup));
+  const json with_files = {{"code", "open('o.txt', 'w').write(open('i.txt').read())"},
+                           {"files_in", {{{"path", "i.txt"}, {"content", "x"}, {"mode", 384}}}},
+                           {"files_out", {"o.txt", "none"}}};
+  c.check_request("ExecRequest", with_files);
+  auto files = post("/v1/exec", with_files);
+  BOOST_TEST(files.json()["files"][0]["content"] == "x", files.body);
+  c.check("/v1/exec", "post", files);
+  c.check("/v1/exec", "post", post("/v1/exec", {{"code", "1"}, {"files_out", {"../x"}}}));
   // Output that is not UTF-8 comes as base64.
   c.check("/v1/exec", "post",
           post("/v1/exec", {{"code", "import sys; sys.stdout.buffer.write(b'\\xff')"}}));

@@ -35,6 +35,7 @@ class CommandMode:
             return
         program = argv[0].decode("utf-8", "backslashreplace")
         if not argv[0]:
+            self._remove_files_in(setup)
             self._send_stderr("castellan: empty program name\n")
             self.send_result(request_id, 127, None)
             return
@@ -49,6 +50,7 @@ class CommandMode:
             # subprocess names the program in the error only when its execve
             # failed (a failed fork or set-up before the exec names none).
             failed_exec = e.filename is not None and bool(e.errno)
+            self._remove_files_in(setup)
             self._send_exec_failure(request_id, program, _exec_failure_status(e),
                                     e.errno if failed_exec else None)
             return
@@ -62,6 +64,7 @@ class CommandMode:
             self.child = None
         exit_code = returncode if returncode >= 0 else 128 - returncode
         self._collect_output()
+        self._finish_files(request_id, setup)
         self.send_result(request_id, exit_code, None)
 
     def _pump_child(self, child):

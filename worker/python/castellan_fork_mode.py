@@ -52,9 +52,12 @@ _RUN_CODE, _RUN_COMMAND = range(2)
 #: The zygote to the harness, per exec: the child's pid (0: none was forked;
 #: -1: fork failed, and the status is the errno), its wait status, the
 #: length of its report, what became of a tightening (one of the _TIGHTENED
-#: values), the length of its text and the length of the reason the worker
-#: must retire (0: it need not); then the report, the text and the reason.
-_ANSWER_HEADER = struct.Struct("<iiIIII")
+#: values), the length of its text, the length of the reason the worker
+#: must retire (0: it need not) and the length of the files it read back;
+#: then the report, the text, the reason and the files (per file a FILE
+#: frame's header, then the file's bytes when it has content;
+#: castellan_files).
+_ANSWER_HEADER = struct.Struct("<iiIIIII")
 _NOT_TIGHTENED, _TIGHTENED, _TIGHTEN_REFUSED = range(3)
 
 #: waitpid(2): children of any kind, also those that exit without SIGCHLD.
@@ -222,9 +225,10 @@ class ForkMode:
                         self._zygote_lost()
                     answer += chunk
                     if len(answer) >= _ANSWER_HEADER.size:
-                        _, _, report_size, _, text_size, retire_size = \
+                        _, _, report_size, _, text_size, retire_size, files_size = \
                             _ANSWER_HEADER.unpack_from(answer)
-                        need = _ANSWER_HEADER.size + report_size + text_size + retire_size
+                        need = (_ANSWER_HEADER.size + report_size + text_size + retire_size
+                                + files_size)
                 elif fd == zygote_pidfd:
                     self._zygote_lost()
                 else:
@@ -234,7 +238,7 @@ class ForkMode:
         for fd, _ in poller.poll(0):
             if fd in pumps:
                 pumps[fd].forward()
-        child, status, report_size, narrowed, text_size, retire_size = \
+        child, status, report_size, narrowed, text_size, retire_size, files_size = \
             _ANSWER_HEADER.unpack_from(answer)
         start = _ANSWER_HEADER.size
         report = answer[start:start + report_size]
@@ -244,6 +248,9 @@ class ForkMode:
         if retire_size:
             # Whatever this exec's result, no later one may run here.
             self.retired = bytes(answer[start:start + retire_size]).decode("utf-8", "replace")
+        start += retire_size
+        if files_size:
+            self._send_file_records(request_id, memoryview(answer)[start:start + files_size])
         if child == 0 and retire_size and narrowed == _NOT_TIGHTENED:
             self._refuse_retired(request_id)
             return

@@ -463,6 +463,57 @@ class HarnessCore:
             exception[longest] = text[:len(text) // 2] + "…[truncated]"
         self.wire.send(wire.RESULT, request_id, payload)
 
+    def _send_file(self, request_id, index, status, size, data):
+        """One file of the request's files_out as FILE frames: the header
+        (index, status, size) on each, the bytes in pieces that fit a frame."""
+        files = _import_own("castellan_setup").files_module()
+        header = files.FRAME_HEADER.pack(index, status, size)
+        if status != files.CONTENT or not size:
+            self.wire.send(wire.FILE, request_id, header)
+            return
+        chunk = self.wire.chunk - files.FRAME_HEADER.size
+        view = memoryview(data)
+        for start in range(0, size, chunk):
+            self.wire.send(wire.FILE, request_id, header + view[start:start + chunk])
+
+    def _send_file_records(self, request_id, records):
+        """The files the zygote read back (fork mode): per file a FILE
+        frame's header, then its bytes when it has content."""
+        files = _import_own("castellan_setup").files_module()
+        header = files.FRAME_HEADER
+        start = 0
+        while start < len(records):
+            if start + header.size > len(records):
+                self.wire.broken("the zygote's file records are cut short")
+            index, status, size = header.unpack_from(records, start)
+            start += header.size
+            data = b""
+            if status == files.CONTENT:
+                if start + size > len(records):
+                    self.wire.broken("the zygote's file records are cut short")
+                data = records[start:start + size]
+                start += size
+            self._send_file(request_id, index, status, size, data)
+
+    def _finish_files(self, request_id, setup):
+        """Shared and command modes, once the exec has ended: the files it
+        asked back as FILE frames, then its files_in removed, so that the
+        next exec on this process does not find them."""
+        if setup is None or not (setup.files_in or setup.files_out):
+            return
+        files = _import_own("castellan_setup").files_module()
+        for record in files.read_files(setup.files_out):
+            self._send_file(request_id, *record)
+        self._remove_files_in(setup)
+
+    @staticmethod
+    def _remove_files_in(setup):
+        if setup is None:
+            return
+        files = _import_own("castellan_setup").files_module()
+        for path, _, _ in setup.files_in:
+            files.remove_file(path)
+
     def _send_stderr(self, text):
         self.wire.send_stream(wire.STDERR, self.request_id,
                               text.encode("utf-8", "backslashreplace"))
@@ -533,6 +584,8 @@ class HarnessCore:
         failed = _import_own("castellan_setup").apply(setup, self.environ_obj)
         if failed is None:
             return True
+        # What it wrote before it failed goes with it.
+        self._remove_files_in(setup)
         self._send_stderr(failed)
         self.send_result(request_id, _import_own("castellan_setup").EXIT_NO_CWD, None)
         return False

@@ -52,4 +52,5 @@ class SharedMode:
         self._collect_output()
         if exit_message is not None:
             self._send_stderr(exit_message)
+        self._finish_files(request_id, setup)
         self.send_result(request_id, exit_code, exception)

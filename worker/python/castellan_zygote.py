@@ -321,6 +321,10 @@ class Zygote:
             prepared.close()
             os.close(status_w)
         status = os.waitpid(pid, 0)[1]
+        # The files the request asked back, read before the clean-up empties
+        # /tmp; then its files_in are removed (outside /tmp nothing else
+        # would).
+        files = self._read_files(setup_module, setup) if setup_module is not None else []
         # Zeroed once the child is gone (its pages are the zygote's alone
         # again, so this copies nothing): the next child must not find them.
         self._scrub_code(source, narrowing, setup)
@@ -341,9 +345,35 @@ class Zygote:
                 os.close(status_r)
         self._put_back()
         try:
-            self._answer(answer_w, pid, status, report, narrowed, text, self._unclean)
+            self._answer(answer_w, pid, status, report, narrowed, text, self._unclean, files)
         finally:
             report[:] = bytes(len(report))
+            for part in files:
+                if isinstance(part, bytearray):
+                    part[:] = bytes(len(part))
+
+    @staticmethod
+    def _read_files(setup_module, payload):
+        """The request's files_out as the records of the answer (a FILE
+        frame's header, then the file's bytes; see castellan_files), and its
+        files_in removed. Read by the zygote, which runs no user code, after
+        the exec's process is gone: the code cannot lie about them, only
+        leave what it likes at their paths, which are walked without
+        following a symlink and read only when they are regular files."""
+        files = setup_module.files_module()
+        try:
+            files_in, files_out = setup_module.parse_files(payload)
+        except setup_module.SetupError:
+            return []  # the harness checked it: cannot happen
+        parts = []
+        for index, status, size, data in files.read_files(files_out):
+            parts.append(files.FRAME_HEADER.pack(index, status, size))
+            if len(data):
+                parts.append(data)
+        for path, _, content in files_in:
+            content.release()
+            files.remove_file(path)
+        return parts
 
     def _scrub_code(self, source, narrowing, setup):
         """Zeroes the code buffer where this exec's code, TIGHTEN and SETUP
@@ -371,11 +401,13 @@ class Zygote:
         self._unclean = self.cleaner.clean()
 
     @staticmethod
-    def _answer(answer_w, pid, status, report, narrowed, text, retire=None):
+    def _answer(answer_w, pid, status, report, narrowed, text, retire=None, files=()):
         data = text.encode("utf-8", "backslashreplace")
         reason = b"" if retire is None else retire.encode("utf-8", "backslashreplace")
+        files_size = sum(len(part) for part in files)
         _writev_all(answer_w, [_ANSWER_HEADER.pack(pid, status, len(report), narrowed, len(data),
-                                                   len(reason)), report, data, reason])
+                                                   len(reason), files_size),
+                               report, data, reason, *files])
 
     def _child_exec(self, payload, report_w):
         """The forked child of a COMMAND: execs the program (found on PATH)

@@ -4,17 +4,26 @@
 # environment variable and stdin that are secrets too, which it reads. The
 # second, forked from the same zygote, searches all of its own memory (what
 # it inherited) for the secret, the first exec's source, its variable and
-# its stdin. None is ever built in one piece by the second exec: it looks
-# for a first half followed by a second.
+# its stdin, and the contents of the file it was given (files_in) and of
+# the file it left to be read back (files_out). None is ever built in one
+# piece by the second exec: it looks for a first half followed by a second.
 import os
 import sys
 
 PAIRS = [("castellan-secret-", "5f0d7c2a9e41b8"), ("PHASE = ", "1\n# Fork mode, two execs"),
-         ("castellan-env-", "a61f93d0c4"), ("castellan-stdin-", "2c7be95140")]
-NAMES = ("secret", "code", "env", "stdin")
+         ("castellan-env-", "a61f93d0c4"), ("castellan-stdin-", "2c7be95140"),
+         ("castellan-file-in-", "7e03b1c95d"), ("castellan-file-out-", "e4a8c2106f")]
+NAMES = ("secret", "code", "env", "stdin", "file_in", "file_out")
 if PHASE == 1:
     secret = PAIRS[0][0] + PAIRS[0][1]
     print(secret, os.environ.get("CASTELLAN_PROBE"), sys.stdin.read(), os.getcwd())
+    # The runner's files_in holds a secret, and its files_out reads this
+    # one back: the zygote writes the first and reads the second.
+    if os.path.exists("/tmp/probe-in"):
+        print(open("/tmp/probe-in").read())
+        with open("/tmp/probe-out", "w") as f:
+            f.write(PAIRS[5][0])
+            f.write(PAIRS[5][1])
     raise RuntimeError(secret)
 if "CASTELLAN_PROBE" in os.environ or os.getcwd() == "/usr":
     verdict("inherited the first exec's environment or directory")

@@ -78,7 +78,7 @@ BOOST_AUTO_TEST_CASE(decode_refuses_len_mismatch) {
 }
 
 BOOST_AUTO_TEST_CASE(decode_refuses_unknown_type) {
-  for (int t : {0x0B, 0x0F, 0x13, 0x1F, 0x25, 0xFF}) {
+  for (int t : {0x0C, 0x0F, 0x13, 0x1F, 0x25, 0xFF}) {
     std::string bytes = "\x05\x00\x00\x00"s;
     bytes.push_back(static_cast<char>(t));
     bytes += "\x00\x00\x00\x00"s;

@@ -108,10 +108,10 @@ BOOST_AUTO_TEST_CASE(len_above_published_bytes) {
 }
 
 BOOST_AUTO_TEST_CASE(unknown_type) {
-  std::string bytes("\x05\x00\x00\x00\x0b\x01\x00\x00\x00", 9);
+  std::string bytes("\x05\x00\x00\x00\x0c\x01\x00\x00\x00", 9);
   poke(0, bytes);
   set_tail(9);
-  expect_corrupt("frame type 11 is unknown");
+  expect_corrupt("frame type 12 is unknown");
 }
 
 BOOST_AUTO_TEST_CASE(corrupt_frame_after_good_ones) {

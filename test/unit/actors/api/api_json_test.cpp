@@ -108,6 +108,77 @@ BOOST_AUTO_TEST_CASE(bad_stdin_env_and_cwd_name_their_field) {
   BOOST_TEST(refused(R"({"code":"x","cwd":"/a\u0000b"})").field == "/cwd");
 }
 
+BOOST_AUTO_TEST_CASE(files_in_and_files_out_are_read) {
+  auto r = parsed(R"({"code":"x","files_in":[{"path":"a.txt","content":"hi"},
+                     {"path":"/tmp/b","content_base64":"/wAB","mode":384}],
+                     "files_out":["out.txt","/tmp/o"]})");
+  BOOST_REQUIRE(r.files_in.size() == 2u);
+  BOOST_TEST(r.files_in[0].path == "a.txt");
+  BOOST_TEST(r.files_in[0].content == "hi");
+  BOOST_TEST(r.files_in[0].mode == 0644u);
+  BOOST_TEST(r.files_in[1].content == std::string("\xff\x00\x01", 3));
+  BOOST_TEST(r.files_in[1].mode == 0600u);
+  BOOST_TEST((r.files_out == std::vector<std::string>{"out.txt", "/tmp/o"}));
+}
+
+BOOST_AUTO_TEST_CASE(bad_files_name_their_json_pointer) {
+  BOOST_TEST(refused(R"({"code":"x","files_in":{}})").field == "/files_in");
+  BOOST_TEST(refused(R"({"code":"x","files_in":[7]})").field == "/files_in/0");
+  BOOST_TEST(refused(R"({"code":"x","files_in":[{"content":"a"}]})").field ==
+             "/files_in/0/path");
+  BOOST_TEST(refused(R"({"code":"x","files_in":[{"path":"a"}]})").field ==
+             "/files_in/0/content");
+  BOOST_TEST(refused(R"({"code":"x","files_in":[{"path":"a","content":"a",
+                        "content_base64":"YQ=="}]})").field == "/files_in/0/content_base64");
+  BOOST_TEST(refused(R"({"code":"x","files_in":[{"path":"a","content_base64":"!"}]})").field ==
+             "/files_in/0/content_base64");
+  BOOST_TEST(refused(R"({"code":"x","files_in":[{"path":"a","content":"a","mode":512}]})").field ==
+             "/files_in/0/mode");
+  BOOST_TEST(refused(R"({"code":"x","files_in":[{"path":"a","content":"a","owner":0}]})").field ==
+             "/files_in/0/owner");
+  auto dots = refused(R"({"code":"x","files_in":[{"path":"a","content":""},
+                         {"path":"../etc/passwd","content":"a"}]})");
+  BOOST_TEST(dots.field == "/files_in/1/path");
+  BOOST_TEST(dots.message == "files_in[1].path: '../etc/passwd' has a '..' component");
+  auto outside = refused(R"({"code":"x","files_out":["ok","/etc/shadow"]})");
+  BOOST_TEST(outside.field == "/files_out/1");
+  BOOST_TEST(outside.message == "files_out[1]: '/etc/shadow' is not below /tmp or the working "
+                                "directory '/tmp'");
+  BOOST_TEST(refused(R"({"code":"x","files_out":"a"})").field == "/files_out");
+  BOOST_TEST(refused(R"({"code":"x","files_out":[1]})").field == "/files_out/0");
+}
+
+BOOST_AUTO_TEST_CASE(the_result_carries_files_only_when_asked) {
+  exec_result r;
+  BOOST_TEST(!json::parse(result_body(r)).contains("files"));
+  exec_file_out text;
+  text.path = "a";
+  text.content = "hi";
+  text.size = 2;
+  exec_file_out binary;
+  binary.path = "b";
+  binary.content = std::string("\xff\x00", 2);
+  binary.size = 2;
+  exec_file_out missing;
+  missing.path = "c";
+  missing.error = "missing";
+  missing.message = "no such file";
+  r.files = {text, binary, missing};
+  auto j = json::parse(result_body(r));
+  BOOST_TEST(j["files"][0] == json({{"path", "a"}, {"size", 2}, {"content", "hi"}}));
+  BOOST_TEST(j["files"][1] == json({{"path", "b"}, {"size", 2}, {"content_base64", "/wA="}}));
+  BOOST_TEST(j["files"][2] == json({{"path", "c"},
+                                    {"size", 0},
+                                    {"error", "missing"},
+                                    {"message", "no such file"}}));
+  // And back, as the CLI reads a daemon's answer.
+  auto back = result_from_json(j);
+  BOOST_REQUIRE(back.has_value());
+  BOOST_REQUIRE(back->files.size() == 3u);
+  BOOST_TEST(back->files[1].content == binary.content);
+  BOOST_TEST(back->files[2].error == "missing");
+}
+
 BOOST_AUTO_TEST_SUITE_END()
 
 BOOST_AUTO_TEST_SUITE(api_exec_ids)

@@ -162,6 +162,22 @@ BOOST_AUTO_TEST_CASE(exec_answers_as_exec_json_prints_plus_v) {
   auto text = exec({{"code", "print(input().upper())"}, {"stdin", "caf\u00e9\n"}});
   BOOST_TEST(text.json()["stdout"] == "CAF\u00c9\n", text.body);
 
+  // Files in before the code, files out after it, as JSON.
+  auto files = exec({{"code", "data = open('in.bin', 'rb').read()\n"
+                              "open('out.bin', 'wb').write(data[::-1])\n"
+                              "open('out.txt', 'w').write('text')"},
+                     {"files_in", {{{"path", "in.bin"}, {"content_base64", "AP8BYQ=="}}}},
+                     {"files_out", {"out.bin", "out.txt", "none"}}});
+  BOOST_REQUIRE_MESSAGE(files.status == 200u, files.body);
+  auto fj = files.json()["files"];
+  BOOST_TEST(fj[0]["content_base64"] == "YQH/AA==", files.body);
+  BOOST_TEST(fj[0]["size"] == 4);
+  BOOST_TEST(fj[1]["content"] == "text", files.body);
+  BOOST_TEST(fj[2]["error"] == "missing", files.body);
+  auto bad_path = exec({{"code", "1"}, {"files_out", {"/etc/passwd"}}});
+  BOOST_TEST(bad_path.status == 400u);
+  BOOST_TEST(bad_path.json()["error"]["field"] == "/files_out/0", bad_path.body);
+
   auto slow = exec({{"code", "import time; time.sleep(60)"}, {"timeout_ms", 300}});
   BOOST_REQUIRE(slow.status == 200u);
   BOOST_TEST(slow.json()["error_class"] == "timeout");
@@ -207,10 +223,10 @@ BOOST_AUTO_TEST_CASE(bad_requests_get_4xx_naming_the_problem_and_the_server_stay
   BOOST_TEST(not_object.status == 400u);
   BOOST_TEST(not_object.error_message().find("array, not an object") != std::string::npos);
 
-  auto unknown = c.post("/v1/exec", {{"code", "1"}, {"files_in", 1}});
+  auto unknown = c.post("/v1/exec", {{"code", "1"}, {"uploads", 1}});
   BOOST_TEST(unknown.status == 400u);
-  BOOST_TEST(unknown.json()["error"]["field"] == "/files_in");
-  BOOST_TEST(unknown.error_message().find("unknown field 'files_in'") != std::string::npos);
+  BOOST_TEST(unknown.json()["error"]["field"] == "/uploads");
+  BOOST_TEST(unknown.error_message().find("unknown field 'uploads'") != std::string::npos);
 
   auto wrong_type = c.post("/v1/exec", {{"code", 5}});
   BOOST_TEST(wrong_type.status == 400u);
