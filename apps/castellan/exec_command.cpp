@@ -28,6 +28,7 @@
 #include "apps/castellan/daemon_client.hpp"
 #include "apps/castellan/default_pool.hpp"
 #include "apps/castellan/duration.hpp"
+#include "apps/castellan/file_transfer.hpp"
 #include "apps/castellan/interrupt_canceller.hpp"
 #include "apps/castellan/remote_exec.hpp"
 #include "apps/castellan/result_output.hpp"
@@ -44,6 +45,9 @@ struct exec_options : pool_options {
   std::vector<std::string> env;     ///< -e NAME=VALUE
   std::string workdir;              ///< -w DIR
   bool forward_stdin = false;       ///< --stdin
+  std::vector<std::string> file_in;  ///< --file-in LOCAL[:PATH]
+  std::vector<std::string> file_out; ///< --file-out PATH[:LOCAL]
+  std::vector<std::string> file_out_locals; ///< where each --file-out goes
   std::string connect;              ///< --connect: a daemon to send the exec to
   std::string pool;                 ///< --pool: the daemon's pool to run on
   // code mode
@@ -100,6 +104,7 @@ int run_connected(const exec_options& o, const CLI::App* cmd, const std::string&
   ro.target = target;
   ro.pool = o.pool;
   ro.json = o.json;
+  ro.file_out_locals = o.file_out_locals;
   if (!o.timeout.empty()) {
     ro.timeout_ms = parse_duration_ms(o.timeout);
     if (!ro.timeout_ms) {
@@ -128,6 +133,16 @@ void add_common_flags(CLI::App* cmd, exec_options& o) {
                   "The directory the code or program starts in (an absolute path in the "
                   "sandbox)");
   cmd->add_flag("--stdin", o.forward_stdin, "Pass this command's stdin to the exec's stdin");
+  cmd->add_option("--file-in", o.file_in,
+                  "Write the local file LOCAL into the sandbox before the exec runs: "
+                  "--file-in LOCAL[:PATH] (PATH relative to the working directory, else /tmp, or "
+                  "absolute below /tmp or it; default: LOCAL's name; repeatable)")
+    ->allow_extra_args(false);
+  cmd->add_option("--file-out", o.file_out,
+                  "Bring the sandbox's file PATH back once the exec has ended: --file-out "
+                  "PATH[:LOCAL] (default LOCAL: PATH's name in the current directory; "
+                  "repeatable)")
+    ->allow_extra_args(false);
   add_connect_flags(cmd, o);
   cmd->add_option("--pool", o.pool, "With --connect: the daemon's pool to run on (default: its "
                                     "first)");
@@ -151,10 +166,13 @@ bool slurp(std::istream& in, const std::string& what, std::string& out) {
 
 /// The request's environment, working directory and stdin from the flags;
 /// false (having said why) when they are not usable.
-bool add_setup(const exec_options& o, exec_request& req) {
+bool add_setup(exec_options& o, exec_request& req) {
   req.env = o.env;
   req.cwd = o.workdir;
   if (o.forward_stdin && !slurp(std::cin, "stdin", req.stdin_data))
+    return false;
+  o.file_out_locals.clear();
+  if (!add_files_in(o.file_in, req) || !add_files_out(o.file_out, req, o.file_out_locals))
     return false;
   if (auto why = check_setup(req); !why.empty()) {
     std::cerr << "castellan: " << why << "\n";
@@ -263,6 +281,7 @@ int run_request(const exec_options& o, exec_request req,
       pending.receive(
         [&](exec_result& r) {
           print_result(r, o.json);
+          save_files_out(r, o.file_out_locals);
           rc = r.exit_code;
         },
         [&](caf::error& err) { std::cerr << "castellan: " << describe(err, sys) << "\n"; });

@@ -1,5 +1,7 @@
 #include "apps/castellan/remote_exec.hpp"
 
+#include "apps/castellan/file_transfer.hpp"
+
 #include <sys/random.h>
 
 #include <cstdio>
@@ -86,6 +88,20 @@ json request_body(const remote_options& o, const exec_request& req, const std::s
     else
       body["stdin_base64"] = base64_encode(req.stdin_data);
   }
+  if (!req.files_in.empty()) {
+    json files = json::array();
+    for (const auto& f : req.files_in) {
+      json e = {{"path", f.path}, {"mode", f.mode}};
+      if (is_utf8(f.content))
+        e["content"] = f.content;
+      else
+        e["content_base64"] = base64_encode(f.content);
+      files.push_back(std::move(e));
+    }
+    body["files_in"] = std::move(files);
+  }
+  if (!req.files_out.empty())
+    body["files_out"] = req.files_out;
   return body;
 }
 
@@ -153,6 +169,7 @@ int run_remote(const remote_options& o, const exec_request& req,
     return usage_exit_code;
   }
   print_result(*result, o.json);
+  save_files_out(*result, o.file_out_locals);
   return result->exit_code;
 }
 

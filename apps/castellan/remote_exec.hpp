@@ -8,6 +8,7 @@
 #include <chrono>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "actors/exec_messages.hpp"
 
@@ -19,6 +20,8 @@ struct remote_options {
   std::string request_policy_json;    ///< a request policy, resolved locally
   std::optional<uint64_t> timeout_ms; ///< --timeout, counted from `started`
   bool json = false;
+  /// Where each of the request's files_out goes (--file-out).
+  std::vector<std::string> file_out_locals;
 };
 
 /// Runs `req` on the daemon; the process exit code. Ctrl-C cancels the exec

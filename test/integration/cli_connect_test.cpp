@@ -7,8 +7,11 @@
 
 #include <signal.h>
 #include <sys/syscall.h>
+#include <unistd.h>
 
 #include <cstdlib>
+#include <fstream>
+#include <iterator>
 #include <string>
 #include <vector>
 
@@ -103,6 +106,49 @@ BOOST_AUTO_TEST_CASE(stdin_env_and_workdir_travel_with_the_request) {
                   "import os, sys; print(sys.stdin.read().strip(), os.environ['X'])"},
                  "line\n");
   BOOST_TEST(cmd.out == "line y\n", cmd.err);
+}
+
+BOOST_AUTO_TEST_CASE(files_travel_both_ways_as_with_the_embedded_cli) {
+  char dir_template[] = "/tmp/castellan-cli-files-XXXXXX";
+  BOOST_REQUIRE(::mkdtemp(dir_template) != nullptr);
+  const std::string dir = dir_template;
+  {
+    std::ofstream in(dir + "/in.bin", std::ios::binary);
+    in << std::string("\xff\x00" "abc", 5);
+  }
+  auto args = [&](const std::string& suffix) {
+    return std::vector<std::string>{
+      "exec", "--file-in", dir + "/in.bin:data/in.bin", "--file-out",
+      "out.bin:" + dir + "/out." + suffix, "--file-out", "/tmp/none:" + dir + "/none." + suffix,
+      "import os; d = open('data/in.bin', 'rb').read(); print(os.getcwd(), len(d)); "
+      "open('out.bin', 'wb').write(d[::-1])"};
+  };
+  auto remote = cli(args("remote"));
+  auto local = embedded(args("local"));
+  BOOST_TEST(remote.exit_code == 0, remote.err);
+  BOOST_TEST(remote.exit_code == local.exit_code);
+  BOOST_TEST(remote.out == "/tmp 5\n", remote.err);
+  BOOST_TEST(remote.out == local.out);
+  BOOST_TEST(remote.err == "castellan: --file-out /tmp/none: missing: no such file\n");
+  BOOST_TEST(remote.err == local.err);
+  for (const char* suffix : {"remote", "local"}) {
+    std::ifstream out(dir + "/out." + suffix, std::ios::binary);
+    std::string got((std::istreambuf_iterator<char>(out)), std::istreambuf_iterator<char>());
+    BOOST_TEST(got == std::string("cba\x00\xff", 5), suffix);
+  }
+  // A command, with --json: the files are in the result too.
+  auto cmd = cli({"run", "--json", "-w", "/tmp/w", "--file-in", dir + "/in.bin:/tmp/w/x",
+                  "--file-out", "x:" + dir + "/x", "--", "/usr/bin/python3", "-c",
+                  "import os; print(os.listdir('.'))"});
+  BOOST_TEST(cmd.exit_code == 0, cmd.err);
+  auto j = nlohmann::json::parse(cmd.out, nullptr, false);
+  BOOST_TEST(j["stdout"] == "['x']\n", cmd.out);
+  BOOST_TEST(j["files"][0]["content_base64"] == "/wBhYmM=", cmd.out);
+  auto bad = cli({"exec", "--file-out", "/etc/passwd", "print(1)"});
+  BOOST_TEST(bad.exit_code == 2);
+  BOOST_TEST(contains(bad.err, "files_out[0]: '/etc/passwd' is not below /tmp"), bad.err);
+  if (std::system(("rm -rf " + dir).c_str()) != 0)
+    BOOST_TEST_MESSAGE("cannot remove " << dir);
 }
 
 BOOST_AUTO_TEST_CASE(status_and_metrics_come_from_the_daemon) {
