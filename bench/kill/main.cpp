@@ -160,8 +160,10 @@ int children() {
       std::ifstream in(std::string("/proc/") + e->d_name + "/stat");
       std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
       const auto close = stat.rfind(')');
-      // ") S <ppid> "
-      if (close != std::string::npos && stat.compare(close + 3, me.size(), me) == 0)
+      // ") S <ppid> ". A process that exits while it is read can leave a
+      // short or empty line: compare() past its end would throw.
+      if (close != std::string::npos && close + 3 + me.size() <= stat.size() &&
+          stat.compare(close + 3, me.size(), me) == 0)
         ++n;
     }
     ::closedir(d);
