@@ -14,6 +14,10 @@ int main(int argc, char** argv) {
   // Diagnostics go to stderr: stdout carries only the code's output or the
   // --json result, so that it stays parseable.
   spdlog::set_default_logger(spdlog::stderr_color_mt("castellan"));
+  // A one-shot command's stderr is the code's stderr: housekeeping of its
+  // embedded supervisor (a stale cgroup of a killed supervisor reclaimed)
+  // is no part of it. Warnings and errors still show; `serve` logs info.
+  spdlog::set_level(spdlog::level::warn);
   CLI::App app{"castellan: run untrusted code in warm, sandboxed workers"};
   app.require_subcommand(1);
   app.set_version_flag("--version", "castellan 0.1.0");

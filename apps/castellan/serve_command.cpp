@@ -20,6 +20,7 @@
 
 #include <CLI/CLI.hpp>
 #include <caf/all.hpp>
+#include <spdlog/spdlog.h>
 
 #include "actors/api/api_service.hpp"
 #include "actors/api/listen_address.hpp"
@@ -225,6 +226,9 @@ void reload_config(const serve_options& o, caf::actor_system& sys, const supervi
 }
 
 int run_serve(const serve_options& o) {
+  // A daemon's log is its operators' record: reloads, retired pools,
+  // reclaimed cgroups (main.cpp keeps one-shot commands at warn).
+  spdlog::set_level(spdlog::level::info);
   if (!o.config_file.empty() && o.pool_flags) {
     std::cerr << "castellan serve: --config describes the pools: give pool flags (--pool-size, "
                  "--mode, --policy, …) without it, or set them in the file\n";

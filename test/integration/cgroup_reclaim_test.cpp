@@ -103,6 +103,9 @@ BOOST_AUTO_TEST_CASE(a_start_reclaims_a_killed_supervisors_cgroups_and_leaves_a_
   // The next supervisor's first worker reclaims it.
   auto next = test::run_process({test::castellan_cli(), "exec", "print(1)"});
   BOOST_TEST(next.exit_code == 0, next.err);
+  // A one-shot command's output is the code's alone: the reclaim is no part of it.
+  BOOST_TEST(next.out == "1\n");
+  BOOST_TEST(next.err == "");
   for (const auto& own : owns) {
     BOOST_TEST(!is_dir(own + "/castellan/" + dead_name), own);
     BOOST_TEST(is_dir(own + "/castellan/" + live_name), own);
