@@ -71,7 +71,10 @@ nlohmann::json to_json(const exec_result& r) {
       if (!f.error.empty()) {
         e["error"] = f.error;
         e["message"] = f.message;
-      } else if (is_utf8(f.content)) {
+      } else if (compact_as_text(f.content)) {
+        // Text only when escaping at most doubles it: the exec chooses the
+        // bytes, up to 32 MiB of them, and control characters would each
+        // take six bytes of the answer.
         e["content"] = f.content;
       } else {
         e["content_base64"] = base64_encode(f.content);

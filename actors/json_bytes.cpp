@@ -44,6 +44,24 @@ bool is_utf8(std::string_view bytes) noexcept {
   return true;
 }
 
+std::size_t json_string_bytes(std::string_view text) noexcept {
+  std::size_t n = 0;
+  for (const char ch : text) {
+    const auto c = static_cast<unsigned char>(ch);
+    if (c == '"' || c == '\\' || c == '\b' || c == '\f' || c == '\n' || c == '\r' || c == '\t')
+      n += 2;
+    else if (c < 0x20)
+      n += 6;
+    else
+      n += 1;
+  }
+  return n;
+}
+
+bool compact_as_text(std::string_view bytes) noexcept {
+  return is_utf8(bytes) && json_string_bytes(bytes) <= 2 * bytes.size();
+}
+
 std::size_t incomplete_utf8_tail(std::string_view bytes) noexcept {
   // The last lead byte among the final three, and whether its sequence is
   // longer than what follows it.

@@ -84,4 +84,32 @@ BOOST_AUTO_TEST_CASE(a_malformed_answer_is_named) {
   BOOST_TEST(!result_from_json(json::array()));
 }
 
+BOOST_AUTO_TEST_CASE(a_file_of_control_characters_costs_no_more_than_its_base64) {
+  // What an exec leaves at a files_out path is its own choice: 8 MiB of
+  // \x01 is valid UTF-8, and as JSON text each byte took six ("\u0001"),
+  // 48 MiB for the file, 192 MiB for the 32 MiB a request may bring back.
+  exec_result r;
+  exec_file_out f;
+  f.path = "out";
+  f.content.assign(std::size_t{8} << 20, '\x01');
+  f.size = f.content.size();
+  r.files.push_back(f);
+  f.path = "text";
+  f.content = "{\"a\":\"b\",\n\"c\":\"\\\\\"}\n\n\n\x1b[0m";
+  f.size = f.content.size();
+  r.files.push_back(f);
+  const std::string text = dump_json(to_json(r));
+  const std::size_t base64_bytes = ((r.files[0].content.size() + 2) / 3) * 4;
+  BOOST_TEST(text.size() < base64_bytes + 4096);
+  const auto j = json::parse(text);
+  BOOST_TEST(j["files"][0].contains("content_base64"));
+  // Text stays text, quotes, backslashes and line breaks and all.
+  BOOST_TEST(j["files"][1]["content"] == r.files[1].content);
+  auto back = result_from_json(j);
+  BOOST_REQUIRE(back);
+  BOOST_REQUIRE(back->files.size() == 2u);
+  BOOST_TEST(back->files[0].content == r.files[0].content);
+  BOOST_TEST(back->files[1].content == r.files[1].content);
+}
+
 BOOST_AUTO_TEST_SUITE_END()
