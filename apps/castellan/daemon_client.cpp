@@ -2,7 +2,9 @@
 
 #include <sys/socket.h>
 
+#include <cstdint>
 #include <cstdlib>
+#include <limits>
 #include <variant>
 
 #include <boost/asio/connect.hpp>
@@ -149,7 +151,10 @@ outcome<daemon_reply> read_stream(Stream& s, boost::beast::flat_buffer& buffer,
   if (ec)
     return logic_failure("sending the request: " + ec.message());
   http::response_parser<http::buffer_body> parser;
-  parser.body_limit(boost::none);
+  // No limit, but not as boost::none: Boost 1.74's parser compares a
+  // Content-Length with that empty optional as "above the limit" and fails
+  // an error answer that has one.
+  parser.body_limit(std::numeric_limits<std::uint64_t>::max());
   http::read_header(s, buffer, parser, ec);
   if (ec)
     return logic_failure("reading the answer: " + ec.message());
@@ -272,10 +277,11 @@ outcome<daemon_reply> daemon_client::request(const std::string& method, const st
 }
 
 outcome<daemon_reply>
-daemon_client::get_stream(const std::string& target,
-                          const std::function<bool(std::string_view)>& on_bytes) {
+daemon_client::request_stream(const std::string& method, const std::string& target,
+                              const std::string& body,
+                              const std::function<bool(std::string_view)>& on_bytes) {
   http::request<http::string_body> req;
-  req.method(http::verb::get);
+  req.method_string(method);
   req.target(target);
   req.version(11);
   req.set(http::field::host, impl_->host_header);
@@ -283,6 +289,11 @@ daemon_client::get_stream(const std::string& target,
   req.set(http::field::accept, "text/event-stream");
   if (!impl_->token.empty())
     req.set(http::field::authorization, "Bearer " + impl_->token);
+  if (method == "POST") {
+    req.set(http::field::content_type, "application/json");
+    req.body() = body;
+    req.prepare_payload();
+  }
   auto& s = impl_->stream;
   if (auto* u = std::get_if<impl::unix_socket>(&s))
     return read_stream(*u, impl_->buffer, req, on_bytes);
@@ -291,6 +302,12 @@ daemon_client::get_stream(const std::string& target,
   if (auto* tls = std::get_if<std::unique_ptr<impl::tls_stream>>(&s))
     return read_stream(**tls, impl_->buffer, req, on_bytes);
   return logic_failure("not connected");
+}
+
+outcome<daemon_reply>
+daemon_client::get_stream(const std::string& target,
+                          const std::function<bool(std::string_view)>& on_bytes) {
+  return request_stream("GET", target, {}, on_bytes);
 }
 
 int daemon_client::native_handle() const {

@@ -53,10 +53,16 @@ public:
   outcome<daemon_reply> request(const std::string& method, const std::string& target,
                                 const std::string& body = {});
 
-  /// A GET whose answer is a stream (server-sent events): when the status
-  /// is 200, `on_bytes` gets the body as it arrives, piece by piece, until
-  /// the server ends it (the reply then has no body) or `on_bytes` returns
+  /// A request whose answer is a stream (server-sent events, `Accept:
+  /// text/event-stream`; `body` is sent with a POST): when the status is
+  /// 200, `on_bytes` gets the body as it arrives, piece by piece, until the
+  /// server ends it (the reply then has no body) or `on_bytes` returns
   /// false; any other status is returned whole, as request() does.
+  outcome<daemon_reply> request_stream(const std::string& method, const std::string& target,
+                                       const std::string& body,
+                                       const std::function<bool(std::string_view)>& on_bytes);
+
+  /// request_stream() for a GET.
   outcome<daemon_reply> get_stream(const std::string& target,
                                    const std::function<bool(std::string_view)>& on_bytes);
 

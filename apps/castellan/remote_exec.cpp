@@ -6,6 +6,8 @@
 
 #include <cstdio>
 #include <iostream>
+#include <optional>
+#include <string_view>
 
 #include <nlohmann/json.hpp>
 
@@ -15,6 +17,7 @@
 #include "apps/castellan/daemon_client.hpp"
 #include "apps/castellan/interrupt_canceller.hpp"
 #include "apps/castellan/result_output.hpp"
+#include "apps/castellan/sse_reader.hpp"
 
 namespace castellan::cli {
 
@@ -117,6 +120,68 @@ int report_error(const daemon_reply& reply) {
   return usage_exit_code;
 }
 
+/// A streamed exec's events (docs/api.md, "Streamed output"): each piece of
+/// output printed as it comes, then the result kept for what it adds.
+class streamed_exec {
+public:
+  /// One event; false once there is nothing more to read.
+  bool on_event(std::string_view event, std::string_view data) {
+    if (event == "stdout" || event == "stderr") {
+      auto j = json::parse(data.begin(), data.end(), nullptr, false);
+      if (!j.is_object() || !j.contains("data") || !j["data"].is_string())
+        return fail("an output event is unreadable");
+      std::string bytes = j["data"].get<std::string>();
+      if (j.contains("base64") && j["base64"] == true) {
+        auto decoded = base64_decode(bytes);
+        if (!decoded)
+          return fail("an output event is not base64");
+        bytes = std::move(*decoded);
+      }
+      const bool is_stderr = event == "stderr";
+      print_output(is_stderr, bytes);
+      (is_stderr ? stderr_done_ : stdout_done_) += bytes.size();
+      return true;
+    }
+    if (event == "result") {
+      auto j = json::parse(data.begin(), data.end(), nullptr, false);
+      auto r = j.is_discarded() ? outcome<exec_result>(logic_failure("not JSON"))
+                                : result_from_json(j);
+      if (!r)
+        return fail("the daemon's answer is unreadable: " + r.error().describe());
+      result_ = std::move(*r);
+      return false;
+    }
+    if (event == "error") {
+      // The error body of a failure after the output began.
+      daemon_reply err;
+      err.status = 500;
+      err.body = std::string(data);
+      return fail(err.error_message());
+    }
+    return true; // an event this client does not know
+  }
+
+  /// The result, once its event came.
+  const std::optional<exec_result>& result() const { return result_; }
+  /// Why the stream ended without a result.
+  const std::string& problem() const { return problem_; }
+
+  /// What the result adds to the output already printed: the rest of
+  /// stdout and stderr, and castellan's notes (print_result's text).
+  void print_rest() const { print_result_rest(*result_, stdout_done_, stderr_done_); }
+
+private:
+  bool fail(std::string why) {
+    problem_ = std::move(why);
+    return false;
+  }
+
+  std::size_t stdout_done_ = 0;
+  std::size_t stderr_done_ = 0;
+  std::optional<exec_result> result_;
+  std::string problem_;
+};
+
 outcome<std::unique_ptr<daemon_client>> connect_to(const std::string& target) {
   auto where = daemon_address::parse(target);
   if (!where)
@@ -138,6 +203,7 @@ int run_remote(const remote_options& o, const exec_request& req,
   const std::string body = dump_json(request_body(o, req, name, started));
   const std::string route = req.argv.empty() ? "/v1/exec" : "/v1/run";
   outcome<daemon_reply> reply = logic_failure("no answer");
+  streamed_exec stream;
   {
     interrupt_canceller canceller([&] {
       std::cerr << "castellan: interrupted: cancelling exec " << name << "\n";
@@ -152,7 +218,18 @@ int run_remote(const remote_options& o, const exec_request& req,
                 << "; closing the connection\n";
       (*client)->shut_down();
     });
-    reply = (*client)->request("POST", route, body);
+    if (o.json) {
+      reply = (*client)->request("POST", route, body);
+    } else {
+      // Output is printed as the daemon streams it; the result event then
+      // says what is left to print.
+      sse_reader events;
+      reply = (*client)->request_stream("POST", route, body, [&](std::string_view bytes) {
+        return events.feed(bytes, [&](std::string_view event, std::string_view data) {
+          return stream.on_event(event, data);
+        });
+      });
+    }
   }
   if (!reply) {
     std::cerr << "castellan: " << o.target << ": " << reply.error().describe() << "\n";
@@ -160,6 +237,18 @@ int run_remote(const remote_options& o, const exec_request& req,
   }
   if (reply->status != 200)
     return report_error(*reply);
+  if (!o.json) {
+    if (!stream.result()) {
+      std::cerr << "castellan: " << o.target << ": "
+                << (stream.problem().empty() ? "the answer ended without a result"
+                                             : stream.problem())
+                << "\n";
+      return usage_exit_code;
+    }
+    stream.print_rest();
+    save_files_out(*stream.result(), o.file_out_locals);
+    return stream.result()->exit_code;
+  }
   auto parsed = json::parse(reply->body, nullptr, false);
   auto result = parsed.is_discarded() ? outcome<exec_result>(logic_failure("not JSON"))
                                       : result_from_json(parsed);

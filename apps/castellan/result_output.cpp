@@ -4,6 +4,7 @@
 
 #include <cerrno>
 #include <iostream>
+#include <string_view>
 
 #include "actors/exec_json.hpp"
 
@@ -12,7 +13,7 @@ namespace castellan::cli {
 namespace {
 
 /// Writes all of `data` to `fd` (stdout/stderr carry arbitrary bytes).
-void write_all(int fd, const std::string& data) {
+void write_all(int fd, std::string_view data) {
   const char* p = data.data();
   std::size_t left = data.size();
   while (left > 0) {
@@ -34,8 +35,18 @@ void print_result(const exec_result& r, bool json) {
     write_all(STDOUT_FILENO, dump_json(to_json(r), 2) + "\n");
     return;
   }
-  write_all(STDOUT_FILENO, r.stdout_data);
-  write_all(STDERR_FILENO, r.stderr_data);
+  print_result_rest(r, 0, 0);
+}
+
+void print_output(bool is_stderr, std::string_view data) {
+  write_all(is_stderr ? STDERR_FILENO : STDOUT_FILENO, data);
+}
+
+void print_result_rest(const exec_result& r, std::size_t stdout_done, std::size_t stderr_done) {
+  if (stdout_done < r.stdout_data.size())
+    write_all(STDOUT_FILENO, std::string_view(r.stdout_data).substr(stdout_done));
+  if (stderr_done < r.stderr_data.size())
+    write_all(STDERR_FILENO, std::string_view(r.stderr_data).substr(stderr_done));
   if (r.has_exception && r.stderr_data.find(r.exception.traceback) == std::string::npos)
     write_all(STDERR_FILENO, r.exception.traceback);
   if (r.stdout_truncated)

@@ -5,10 +5,14 @@
 
 #include <boost/test/unit_test.hpp>
 
+#include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdlib>
 #include <fstream>
 #include <iterator>
@@ -18,6 +22,7 @@
 #include <nlohmann/json.hpp>
 
 #include "support/build_paths.hpp"
+#include "support/http_client.hpp"
 #include "support/process_scan.hpp"
 #include "support/run_process.hpp"
 #include "support/serve_process.hpp"
@@ -73,6 +78,98 @@ std::string without_log_lines(const std::string& err) {
   return out;
 }
 
+/// The CLI run in the background with its stdout and stderr on pipes, read
+/// by the test while it runs.
+struct running_cli {
+  pid_t pid = -1;
+  int out_fd = -1;
+  int err_fd = -1;
+  std::string out;
+  std::string err;
+
+  explicit running_cli(const std::vector<std::string>& args) {
+    int o[2];
+    int e[2];
+    BOOST_REQUIRE(::pipe2(o, O_CLOEXEC) == 0 && ::pipe2(e, O_CLOEXEC) == 0);
+    std::vector<std::string> argv = args;
+    argv.insert(argv.begin(), castellan_cli());
+    std::vector<char*> c_argv;
+    for (auto& a : argv)
+      c_argv.push_back(a.data());
+    c_argv.push_back(nullptr);
+    pid = ::fork();
+    BOOST_REQUIRE(pid >= 0);
+    if (pid == 0) {
+      ::dup2(o[1], 1);
+      ::dup2(e[1], 2);
+      ::execv(c_argv[0], c_argv.data());
+      ::_exit(127);
+    }
+    ::close(o[1]);
+    ::close(e[1]);
+    out_fd = o[0];
+    err_fd = e[0];
+  }
+
+  ~running_cli() {
+    if (pid > 0) {
+      ::kill(pid, SIGKILL);
+      ::waitpid(pid, nullptr, 0);
+    }
+    for (int fd : {out_fd, err_fd})
+      if (fd >= 0)
+        ::close(fd);
+  }
+
+  /// Reads what comes on either pipe into out and err; false at the end of
+  /// both (or an error).
+  bool read_some() {
+    pollfd fds[2] = {{out_fd, POLLIN, 0}, {err_fd, POLLIN, 0}};
+    if (out_fd < 0 && err_fd < 0)
+      return false;
+    if (::poll(fds, 2, -1) < 0)
+      return errno == EINTR;
+    for (int i = 0; i < 2; ++i) {
+      int& fd = i == 0 ? out_fd : err_fd;
+      if (fd < 0 || fds[i].revents == 0)
+        continue;
+      char buf[4096];
+      const ssize_t n = ::read(fd, buf, sizeof buf);
+      if (n > 0) {
+        (i == 0 ? out : err).append(buf, static_cast<std::size_t>(n));
+      } else {
+        ::close(fd);
+        fd = -1;
+      }
+    }
+    return true;
+  }
+
+  /// Reads until stdout is `want_out` and stderr `want_err` so far; false
+  /// when the CLI ended first or printed something else.
+  bool read_until(const std::string& want_out, const std::string& want_err) {
+    while (out.size() < want_out.size() || err.size() < want_err.size()) {
+      if (!read_some())
+        break;
+    }
+    BOOST_TEST(out == want_out);
+    BOOST_TEST(err == want_err);
+    return out == want_out && err == want_err;
+  }
+
+  /// Reads the rest and waits for the CLI: its exit code (-1: not an exit).
+  int finish() {
+    while (read_some()) {
+    }
+    int status = 0;
+    const pid_t waited = ::waitpid(pid, &status, 0);
+    pid = -1;
+    if (waited < 0 || !WIFEXITED(status))
+      return -1;
+    return WEXITSTATUS(status);
+  }
+};
+
 } // namespace
 
 BOOST_FIXTURE_TEST_SUITE(cli_connect, daemon_fixture)
@@ -81,6 +178,14 @@ BOOST_AUTO_TEST_CASE(output_and_exit_codes_are_those_of_the_embedded_cli) {
   const std::vector<std::vector<std::string>> cases = {
     {"exec", "print('hello')"},
     {"exec", "import sys; sys.stdout.buffer.write(b'\\xff\\xfe raw'); sys.exit(3)"},
+    // A character cut between two pieces of output, and bytes that are not
+    // UTF-8 on both streams (base64 pieces).
+    {"exec", "import sys\nfor f, b in ((sys.stdout, b'caf\\xc3'), (sys.stdout, b'\\xa9 \\xff\\n'),"
+             " (sys.stderr, b'\\xfe\\xc3'), (sys.stderr, b'\\xa9 e\\n')):\n"
+             "    f.buffer.write(b); f.flush()\n"},
+    // Many pieces, and more than the output limit.
+    {"exec", "for i in range(20000): print(i)"},
+    {"exec", "import sys; sys.stdout.write('y' * 3000000); sys.stderr.write('z' * 10)"},
     {"exec", "raise ValueError('nope')"},
     {"exec", "import sys; print('to stderr', file=sys.stderr); sys.exit(7)"},
     {"exec", "--timeout", "1s", "while True: pass"},
@@ -167,6 +272,47 @@ BOOST_AUTO_TEST_CASE(files_travel_both_ways_as_with_the_embedded_cli) {
     BOOST_TEST_MESSAGE("cannot remove " << dir);
 }
 
+BOOST_AUTO_TEST_CASE(output_is_printed_as_it_comes_before_the_exec_ends) {
+  // The code prints a line, then waits for a signal that the test sends
+  // only once the CLI has printed that line: the line cannot have come
+  // with the result.
+  const std::string tag = castellan::test::unique_task_name("ckstream");
+  running_cli run(
+    {"exec", "--connect", target,
+     castellan::test::python_set_task_name(tag) +
+       "import signal, sys\nsignal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGUSR1})\n"
+       "print('first')\nsys.stderr.buffer.write(b'\\xfe\\n')\nsys.stderr.flush()\n"
+       "signal.sigwait({signal.SIGUSR1})\n"
+       "print('second', file=sys.stderr)\nprint('third')\nsys.exit(3)\n"});
+  BOOST_REQUIRE(run.read_until("first\n", "\xfe\n"));
+  // The daemon still has the exec in flight.
+  castellan::test::http_client h(serve.socket_path);
+  BOOST_TEST(h.get("/v1/status").json()["in_flight"] == 1);
+  const auto tasks = castellan::test::tasks_named(tag);
+  BOOST_REQUIRE(!tasks.empty());
+  for (pid_t t : tasks)
+    BOOST_REQUIRE(::kill(t, SIGUSR1) == 0);
+  BOOST_TEST(run.finish() == 3);
+  BOOST_TEST(run.out == "first\nthird\n");
+  BOOST_TEST(run.err == "\xfe\nsecond\n");
+}
+
+BOOST_AUTO_TEST_CASE(ctrl_c_during_a_streamed_exec_cancels_it_and_prints_its_output_once) {
+  const std::string tag = castellan::test::unique_task_name("ckstrint");
+  running_cli run({"exec", "--connect", target,
+                   castellan::test::python_set_task_name(tag) +
+                     "import sys, time\nprint('working')\nprint('warn', file=sys.stderr)\n"
+                     "time.sleep(600)\n"});
+  BOOST_REQUIRE(run.read_until("working\n", "warn\n"));
+  BOOST_REQUIRE(::kill(run.pid, SIGINT) == 0);
+  BOOST_TEST(run.finish() == 125, run.err);
+  // What was streamed is not printed again with the result.
+  BOOST_TEST(run.out == "working\n");
+  BOOST_TEST(run.err.rfind("warn\ncastellan: interrupted: cancelling exec cli-", 0) == 0, run.err);
+  BOOST_TEST(contains(run.err, "\ncastellan: cancelled: cancelled by request after "), run.err);
+  BOOST_TEST(castellan::test::wait_until_no_task_named(tag).empty());
+}
+
 BOOST_AUTO_TEST_CASE(status_and_metrics_come_from_the_daemon) {
   cli({"exec", "print(1)"});
   auto status = cli({"status"});
@@ -191,6 +337,12 @@ BOOST_AUTO_TEST_CASE(errors_are_named_and_exit_2) {
   auto pool = cli({"exec", "--pool", "nope", "print(1)"});
   BOOST_TEST(pool.exit_code == 2);
   BOOST_TEST(contains(pool.err, "no pool named 'nope'"), pool.err);
+  // The refusal of a request for a stream comes whole, as any answer.
+  auto audit = run_process(
+    {castellan_cli(), "audit", "tail", "--connect", target, "--since", "1h"});
+  BOOST_TEST(audit.exit_code == 2);
+  BOOST_TEST(contains(audit.err, "the daemon refused: since reads the audit file back"),
+             audit.err);
   auto flag = cli({"exec", "--policy", "strict", "print(1)"});
   BOOST_TEST(flag.exit_code == 2);
   BOOST_TEST(contains(flag.err, "--policy shapes a pool started for this call"), flag.err);

@@ -407,6 +407,47 @@ class Stdio(unittest.TestCase):
         self.assertEqual(plain.stdout, "é\n".encode())
         self.assertFalse(plain.raw["stdout_base64"])
 
+    def test_exec_stream_yields_output_as_it_is_written(self):
+        # The code prints, then sleeps far longer than the test waits: the
+        # first piece arrives while the exec is still in flight, and the
+        # cancel that ends it comes after.
+        stream = self.c.exec_stream("import time\nprint('first')\ntime.sleep(600)\n",
+                                    id="streamed")
+        self.assertEqual(next(stream), ("stdout", b"first\n"))
+        # Still running when its first line came: the cancel finds it so.
+        self.assertEqual(self.c.cancel("streamed")["outcome"], "cancelled_running")
+        rest = list(stream)
+        self.assertEqual([k for k, _ in rest], ["result"])
+        self.assertEqual(rest[0][1].error_class, "cancelled")
+        self.assertEqual(rest[0][1].stdout, b"first\n")
+        # Both streams, bytes that are not UTF-8, and a result that has all
+        # of the output.
+        events = list(self.c.exec_stream(
+            "import sys\nprint('out')\nprint('err', file=sys.stderr)\n"
+            "sys.stdout.flush()\nsys.stdout.buffer.write(b'\\xff last\\n')\n"))
+        self.assertEqual(events[-1][0], "result")
+        result = events[-1][1]
+        self.assertIsInstance(result, Result)
+        self.assertIn(("stderr", b"err\n"), events)
+        self.assertEqual(b"".join(v for k, v in events if k == "stdout"), result.stdout)
+        self.assertEqual(result.stdout, b"out\n\xff last\n")
+
+    def test_run_stream_and_refusals(self):
+        events = list(self.c.run_stream(["/usr/bin/python3", "-c", "print('cmd')"]))
+        self.assertEqual(events[0], ("stdout", b"cmd\n"))
+        self.assertEqual(events[-1][1].exit_code, 0)
+        with self.assertRaises(CastellanError) as caught:
+            next(self.c.exec_stream("print(1)", pool="no-such-pool"))
+        self.assertEqual(caught.exception.field, "/pool")
+
+    def test_closing_a_stream_early_cancels_its_exec(self):
+        observer = Client("unix:" + SOCKET)
+        before = cancelled_count(observer)
+        stream = self.c.exec_stream("import time\nprint('up')\ntime.sleep(600)\n")
+        self.assertEqual(next(stream), ("stdout", b"up\n"))
+        stream.close()
+        until("the daemon cancels the exec", lambda: cancelled_count(observer) > before)
+
     def test_base64_output_is_decoded(self):
         doc = {"exec_id": 3, "exit_code": 0, "error_class": "ok",
                "stdout": base64.b64encode(b"\xff\x00").decode(), "stdout_base64": True,
