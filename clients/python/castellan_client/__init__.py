@@ -14,8 +14,8 @@ See the README beside this package and docs/api.md of castellan.
 
 from .client import Client
 from .errors import BusyError, CastellanError
-from .result import Result
+from .result import FileOut, Result
 from .transport import DEFAULT_ADDRESS
 
-__all__ = ["Client", "Result", "CastellanError", "BusyError", "DEFAULT_ADDRESS"]
+__all__ = ["Client", "Result", "FileOut", "CastellanError", "BusyError", "DEFAULT_ADDRESS"]
 __version__ = "0.1.0"

@@ -15,6 +15,10 @@ from .transport import DEFAULT_ADDRESS, connection_factory, parse_address
 
 __all__ = ["Client"]
 
+#: ``files_in``: a mapping of path to content, or a sequence of dicts
+#: ``{"path", "content", "mode"}``; content is str (text) or bytes.
+FilesIn = Union[Mapping[str, Union[str, bytes]], Sequence[Mapping[str, Any]]]
+
 _USER_AGENT = "castellan-python/0.1"
 
 
@@ -93,7 +97,9 @@ class Client:
     def exec(self, code: str, *, stdin: Union[str, bytes, None] = None,
              env: Optional[Mapping[str, str]] = None, cwd: Optional[str] = None,
              timeout_ms: Optional[int] = None, pool: Optional[str] = None,
-             policy: Optional[Mapping[str, Any]] = None, id: Optional[str] = None) -> Result:
+             policy: Optional[Mapping[str, Any]] = None, id: Optional[str] = None,
+             files_in: Optional[FilesIn] = None,
+             files_out: Optional[Sequence[str]] = None) -> Result:
         """Runs Python ``code`` and returns its Result once it ended.
 
         ``stdin`` is what the code reads on fd 0: a str is sent as UTF-8
@@ -105,16 +111,28 @@ class Client:
         daemon's first); ``policy`` a request policy document (a dict).
         ``id`` is the caller's name for the exec (1 to 64 of ``A-Za-z0-9._-``,
         not digits only), unique among the execs in flight, by which
-        ``cancel`` finds it. Arguments left None are not sent.
+        ``cancel`` finds it.
+
+        ``files_in`` are files written before the code runs: a mapping of
+        path to content, or a sequence of dicts ``{"path", "content",
+        "mode"}`` (``mode``, the permission bits, is optional: 0o644); a
+        content that is str is sent as UTF-8 text, bytes as base64.
+        ``files_out`` are the paths of files read back once the exec ended,
+        into the Result's ``files``. A path is relative to ``cwd`` (``/tmp``
+        when not given) or absolute, below ``/tmp`` or ``cwd``; another is
+        refused (CastellanError ``invalid_field``, its ``field`` the
+        path's, ``/files_in/0/path``). Arguments left None are not sent.
         """
         body: Dict[str, Any] = {"code": code}
-        body.update(_options(stdin, env, cwd, timeout_ms, pool, policy, id))
+        body.update(_options(stdin, env, cwd, timeout_ms, pool, policy, id, files_in, files_out))
         return Result.from_json(self._json("POST", "/v1/exec", body))
 
     def run(self, argv: Sequence[str], *, stdin: Union[str, bytes, None] = None,
             env: Optional[Mapping[str, str]] = None, cwd: Optional[str] = None,
             timeout_ms: Optional[int] = None, pool: Optional[str] = None,
-            policy: Optional[Mapping[str, Any]] = None, id: Optional[str] = None) -> Result:
+            policy: Optional[Mapping[str, Any]] = None, id: Optional[str] = None,
+            files_in: Optional[FilesIn] = None,
+            files_out: Optional[Sequence[str]] = None) -> Result:
         """Runs the command ``argv`` (program first) and returns its Result.
 
         The pool's policy decides which programs may run; the options are
@@ -123,14 +141,15 @@ class Client:
         if isinstance(argv, (str, bytes)):
             raise TypeError("argv is a sequence of strings, the program first")
         body: Dict[str, Any] = {"argv": list(argv)}
-        body.update(_options(stdin, env, cwd, timeout_ms, pool, policy, id))
+        body.update(_options(stdin, env, cwd, timeout_ms, pool, policy, id, files_in, files_out))
         return Result.from_json(self._json("POST", "/v1/run", body))
 
     def exec_stream(self, code: str, *, stdin: Union[str, bytes, None] = None,
                     env: Optional[Mapping[str, str]] = None, cwd: Optional[str] = None,
                     timeout_ms: Optional[int] = None, pool: Optional[str] = None,
-                    policy: Optional[Mapping[str, Any]] = None,
-                    id: Optional[str] = None) -> Iterator[Tuple[str, Any]]:
+                    policy: Optional[Mapping[str, Any]] = None, id: Optional[str] = None,
+                    files_in: Optional[FilesIn] = None,
+                    files_out: Optional[Sequence[str]] = None) -> Iterator[Tuple[str, Any]]:
         """Runs Python ``code`` and yields its output as the code writes it.
 
         Yields ``("stdout", bytes)`` and ``("stderr", bytes)`` pieces in the
@@ -146,19 +165,20 @@ class Client:
         The options are those of ``exec``.
         """
         body: Dict[str, Any] = {"code": code}
-        body.update(_options(stdin, env, cwd, timeout_ms, pool, policy, id))
+        body.update(_options(stdin, env, cwd, timeout_ms, pool, policy, id, files_in, files_out))
         return self._stream("/v1/exec", body)
 
     def run_stream(self, argv: Sequence[str], *, stdin: Union[str, bytes, None] = None,
                    env: Optional[Mapping[str, str]] = None, cwd: Optional[str] = None,
                    timeout_ms: Optional[int] = None, pool: Optional[str] = None,
-                   policy: Optional[Mapping[str, Any]] = None,
-                   id: Optional[str] = None) -> Iterator[Tuple[str, Any]]:
+                   policy: Optional[Mapping[str, Any]] = None, id: Optional[str] = None,
+                   files_in: Optional[FilesIn] = None,
+                   files_out: Optional[Sequence[str]] = None) -> Iterator[Tuple[str, Any]]:
         """``exec_stream`` for the command ``argv`` (program first)."""
         if isinstance(argv, (str, bytes)):
             raise TypeError("argv is a sequence of strings, the program first")
         body: Dict[str, Any] = {"argv": list(argv)}
-        body.update(_options(stdin, env, cwd, timeout_ms, pool, policy, id))
+        body.update(_options(stdin, env, cwd, timeout_ms, pool, policy, id, files_in, files_out))
         return self._stream("/v1/run", body)
 
     def _stream(self, target: str, body: Dict[str, Any]) -> Iterator[Tuple[str, Any]]:
@@ -412,9 +432,16 @@ def _events(response: http.client.HTTPResponse) -> Iterator[Tuple[str, str]]:
 
 def _options(stdin: Union[str, bytes, None], env: Optional[Mapping[str, str]],
              cwd: Optional[str], timeout_ms: Optional[int], pool: Optional[str],
-             policy: Optional[Mapping[str, Any]], id: Optional[str]) -> Dict[str, Any]:
+             policy: Optional[Mapping[str, Any]], id: Optional[str],
+             files_in: Optional[FilesIn], files_out: Optional[Sequence[str]]) -> Dict[str, Any]:
     """The request fields shared by exec and run; None is left out."""
     out: Dict[str, Any] = {}
+    if files_in is not None:
+        out["files_in"] = _files_in(files_in)
+    if files_out is not None:
+        if isinstance(files_out, (str, bytes)):
+            raise TypeError("files_out is a sequence of paths")
+        out["files_out"] = [str(p) for p in files_out]
     if isinstance(stdin, (bytes, bytearray, memoryview)):
         out["stdin_base64"] = base64.b64encode(bytes(stdin)).decode("ascii")
     elif stdin is not None:
@@ -431,4 +458,34 @@ def _options(stdin: Union[str, bytes, None], env: Optional[Mapping[str, str]],
         out["policy"] = dict(policy)
     if id is not None:
         out["id"] = id
+    return out
+
+
+def _files_in(files: FilesIn) -> List[Dict[str, Any]]:
+    """The API's ``files_in`` for a mapping of path to content or a sequence
+    of ``{"path", "content", "mode"}``: str content as text, bytes as base64."""
+    if isinstance(files, Mapping):
+        entries: List[Mapping[str, Any]] = [{"path": p, "content": c} for p, c in files.items()]
+    elif isinstance(files, (str, bytes)):
+        raise TypeError("files_in is a mapping of path to content, or a sequence of dicts")
+    else:
+        entries = list(files)
+    out = []
+    for n, f in enumerate(entries):
+        if not isinstance(f, Mapping) or "path" not in f or "content" not in f:
+            raise TypeError(f"files_in[{n}]: a dict with path and content (and mode)")
+        unknown = set(f) - {"path", "content", "mode"}
+        if unknown:
+            raise TypeError(f"files_in[{n}]: unknown keys {sorted(unknown)}")
+        entry: Dict[str, Any] = {"path": f["path"]}
+        content = f["content"]
+        if isinstance(content, (bytes, bytearray, memoryview)):
+            entry["content_base64"] = base64.b64encode(bytes(content)).decode("ascii")
+        elif isinstance(content, str):
+            entry["content"] = content
+        else:
+            raise TypeError(f"files_in[{n}]: content is str or bytes")
+        if f.get("mode") is not None:
+            entry["mode"] = f["mode"]
+        out.append(entry)
     return out

@@ -14,6 +14,36 @@ def _output(doc: Dict[str, Any], name: str) -> bytes:
 
 
 @dataclass
+class FileOut:
+    """One of an exec's ``files_out``, read back once the exec ended.
+
+    ``path`` is as the request named it, ``size`` the file's size in bytes
+    (also when it was too large to bring back). ``content`` is its bytes
+    (decoded from base64 when the answer sent them so), or None when the
+    file did not come back: then ``error`` says why (``missing``,
+    ``not_regular``, ``too_large``, ``unreadable``, ``not_collected``) and
+    ``message`` explains it.
+    """
+
+    path: str
+    size: int = 0
+    content: Optional[bytes] = None
+    error: Optional[str] = None
+    message: Optional[str] = None
+
+    @classmethod
+    def from_json(cls, doc: Dict[str, Any]) -> "FileOut":
+        """The FileOut of one entry of an answer's ``files``."""
+        content = None
+        if "content_base64" in doc:
+            content = base64.b64decode(doc["content_base64"], validate=True)
+        elif "content" in doc:
+            content = str(doc["content"]).encode("utf-8")
+        return cls(path=doc.get("path", ""), size=int(doc.get("size", 0)), content=content,
+                   error=doc.get("error"), message=doc.get("message"))
+
+
+@dataclass
 class Result:
     """How one exec (or run) ended: the 200 answer of ``POST /v1/exec``.
 
@@ -36,7 +66,9 @@ class Result:
     has ``cpu_us`` and ``peak_memory_bytes``; ``detail`` is the daemon's
     explanation of a non-ok end (``"deadline of 300 ms reached"``).
     ``exec_id`` is the daemon's number for the exec, ``id`` the request's
-    own id when it gave one. ``raw`` is the whole answer as parsed JSON.
+    own id when it gave one. ``files`` has a FileOut for each of the
+    request's ``files_out``, in its order (empty without them). ``raw`` is
+    the whole answer as parsed JSON.
     """
 
     exec_id: int
@@ -53,6 +85,7 @@ class Result:
     detail: str = ""
     worker_id: Optional[int] = None
     id: Optional[str] = None
+    files: List[FileOut] = field(default_factory=list)
     enforcement: Any = field(default=None, repr=False)
     raw: Dict[str, Any] = field(default_factory=dict, repr=False)
 
@@ -89,6 +122,7 @@ class Result:
             detail=doc.get("detail", ""),
             worker_id=doc.get("worker_id"),
             id=doc.get("id"),
+            files=[FileOut.from_json(f) for f in doc.get("files") or []],
             enforcement=doc.get("enforcement"),
             raw=doc,
         )

@@ -372,6 +372,66 @@ class Close(unittest.TestCase):
             c.health()
 
 
+class Files(unittest.TestCase):
+    def setUp(self):
+        self.c = Client("unix:" + SOCKET)
+
+    def test_files_in_and_out(self):
+        code = ("import os\n"
+                "d = open('data/in.bin', 'rb').read()\n"
+                "print(os.getcwd(), open('note.txt').read(), len(d))\n"
+                "open('out.bin', 'wb').write(d[::-1])\n"
+                "open('out.txt', 'w').write('héllo')\n")
+        r = self.c.exec(code, files_in={"data/in.bin": b"\xff\x00abc", "note.txt": "hé"},
+                        files_out=["out.bin", "/tmp/out.txt", "none"])
+        self.assertEqual(r.error_class, "ok", r)
+        self.assertEqual(r.stdout_text, "/tmp hé 5\n")
+        self.assertEqual([f.path for f in r.files], ["out.bin", "/tmp/out.txt", "none"])
+        self.assertEqual((r.files[0].content, r.files[0].size), (b"cba\x00\xff", 5))
+        self.assertTrue("content_base64" in r.raw["files"][0])
+        self.assertEqual(r.files[1].content, "héllo".encode())
+        self.assertEqual((r.files[2].content, r.files[2].error), (None, "missing"))
+        self.assertTrue(r.files[2].message)
+        # Without files_out, no files.
+        self.assertEqual(self.c.exec("print(1)").files, [])
+
+    def test_files_with_modes_in_run_and_the_streams(self):
+        r = self.c.run(["/usr/bin/python3", "-c",
+                        "import os, stat; print(oct(stat.S_IMODE(os.stat('x.sh').st_mode)))"],
+                       cwd="/tmp/w", files_in=[{"path": "/tmp/w/x.sh", "content": "#!/bin/sh\n",
+                                                "mode": 0o750}])
+        self.assertEqual(r.stdout_text, "0o750\n", r)
+        events = list(self.c.exec_stream("open('o', 'wb').write(open('i', 'rb').read() * 2)",
+                                         files_in=[{"path": "i", "content": b"\x01\xff"}],
+                                         files_out=["o", "/tmp/nothing"]))
+        self.assertEqual(events[-1][0], "result")
+        files = events[-1][1].files
+        self.assertEqual([(f.path, f.content, f.error) for f in files],
+                         [("o", b"\x01\xff\x01\xff", None), ("/tmp/nothing", None, "missing")])
+        events = list(self.c.run_stream(["/usr/bin/python3", "-c", "print(open('i').read())"],
+                                        files_in={"i": "text"}, files_out=["i"]))
+        self.assertEqual(events[0], ("stdout", b"text\n"))
+
+    def test_a_bad_path_is_the_apis_error(self):
+        for call in (lambda: self.c.exec("print(1)", files_in={"/etc/x": "no"}),
+                     lambda: self.c.run(["/usr/bin/python3", "-c", "1"],
+                                        files_in={"ok": "", "../up": "no"}),
+                     lambda: next(self.c.exec_stream("print(1)", files_in={"/etc/x": "no"}))):
+            with self.assertRaises(CastellanError) as e:
+                call()
+            self.assertEqual((e.exception.status, e.exception.code), (400, "invalid_field"))
+            self.assertRegex(e.exception.field, r"^/files_in/[01]/path$")
+        with self.assertRaises(CastellanError) as e:
+            self.c.exec("print(1)", files_out=["/etc/passwd"])
+        self.assertEqual((e.exception.status, e.exception.field), (400, "/files_out/0"))
+        with self.assertRaises(TypeError):
+            self.c.exec("print(1)", files_in=[("a", "b")])
+        with self.assertRaises(TypeError):
+            self.c.exec("print(1)", files_in=[{"path": "a", "content": 1}])
+        with self.assertRaises(TypeError):
+            self.c.exec("print(1)", files_out="out.txt")
+
+
 class Stdio(unittest.TestCase):
     def setUp(self):
         self.c = Client("unix:" + SOCKET)
