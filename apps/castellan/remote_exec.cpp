@@ -120,6 +120,10 @@ int report_error(const daemon_reply& reply) {
   return usage_exit_code;
 }
 
+/// The longest event a streamed answer may have (the result), as much as
+/// daemon_client reads of a plain answer.
+constexpr std::size_t max_event_bytes = std::size_t{256} << 20;
+
 /// A streamed exec's events (docs/api.md, "Streamed output"): each piece of
 /// output printed as it comes, then the result kept for what it adds.
 class streamed_exec {
@@ -160,6 +164,9 @@ public:
     }
     return true; // an event this client does not know
   }
+
+  /// Ends the stream without a result, for `why`.
+  void give_up(std::string why) { fail(std::move(why)); }
 
   /// The result, once its event came.
   const std::optional<exec_result>& result() const { return result_; }
@@ -225,9 +232,16 @@ int run_remote(const remote_options& o, const exec_request& req,
       // says what is left to print.
       sse_reader events;
       reply = (*client)->request_stream("POST", route, body, [&](std::string_view bytes) {
-        return events.feed(bytes, [&](std::string_view event, std::string_view data) {
+        const bool go_on = events.feed(bytes, [&](std::string_view event, std::string_view data) {
           return stream.on_event(event, data);
         });
+        // The largest event is the result, within the limit of a plain answer.
+        if (go_on && events.pending() > max_event_bytes) {
+          stream.give_up("an event is longer than " + std::to_string(max_event_bytes >> 20) +
+                         " MiB");
+          return false;
+        }
+        return go_on;
       });
     }
   }
