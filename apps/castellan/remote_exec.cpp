@@ -213,16 +213,18 @@ int run_remote(const remote_options& o, const exec_request& req,
   streamed_exec stream;
   {
     interrupt_canceller canceller([&] {
-      std::cerr << "castellan: interrupted: cancelling exec " << name << "\n";
+      // One write per line: the main thread may be printing streamed
+      // output to stderr meanwhile.
+      std::cerr << ("castellan: interrupted: cancelling exec " + name + "\n");
       auto side = connect_to(o.target);
       auto cancelled = side ? (*side)->request("DELETE", "/v1/execs/" + name)
                             : outcome<daemon_reply>(side.error());
       if (cancelled && (cancelled->status == 202 || cancelled->status == 404))
         return; // cancelled, or already over: its answer comes on the request
       // No cancel route: going away cancels the exec, without its output.
-      std::cerr << "castellan: cancel: "
-                << (cancelled ? cancelled->error_message() : cancelled.error().describe())
-                << "; closing the connection\n";
+      std::cerr << ("castellan: cancel: " +
+                    (cancelled ? cancelled->error_message() : cancelled.error().describe()) +
+                    "; closing the connection\n");
       (*client)->shut_down();
     });
     if (o.json) {
