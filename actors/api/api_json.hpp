@@ -69,9 +69,11 @@ std::string result_body(const exec_result& r, std::string_view id = {});
 /// result_body for a stream of results, faster: a worker's `enforcement`
 /// report (about 5 KiB of JSON) is the same for every exec it runs, so its
 /// parsed and re-serialised form is remembered by text (the last 64) and
-/// spliced in, instead of parsed and written again for every result. The
-/// same object as result_body, with `enforcement` as its first member. One
-/// per thread (the api actor holds one).
+/// spliced in, instead of parsed and written again for every result; and
+/// the members of a result without events, exception or files are written
+/// directly rather than through a JSON object. The same object as
+/// result_body, with `enforcement` as its first member. One per thread (the
+/// api actor holds one).
 class result_encoder {
 public:
   std::string body(exec_result& r, std::string_view id = {});

@@ -53,6 +53,75 @@ BOOST_AUTO_TEST_CASE(the_encoder_writes_what_result_body_writes) {
   }
 }
 
+/// What the encoder wrote before it wrote the common members itself: the
+/// report as dump_json writes it, first, then the rest of result_body's
+/// object through nlohmann.
+std::string spliced(exec_result r, std::string_view id) {
+  const json report = json::parse(r.enforcement, nullptr, false);
+  const std::string head = dump_json(report.is_discarded() ? json(r.enforcement) : report);
+  r.enforcement.clear();
+  json j = to_json(r);
+  j.erase("enforcement");
+  j["v"] = 1;
+  if (!id.empty())
+    j["id"] = id;
+  const std::string rest = dump_json(j);
+  return R"({"enforcement":)" + head + "," + rest.substr(1);
+}
+
+BOOST_AUTO_TEST_CASE(the_encoder_writes_the_same_bytes_as_nlohmann) {
+  // Every character nlohmann escapes, or does not; text that is not UTF-8
+  // (replaced, or base64); output cut inside a character; the rarer
+  // members (events, exception, files), which take nlohmann's path.
+  std::string all_ascii;
+  for (int c = 0; c < 0x80; ++c)
+    all_ascii += static_cast<char>(c);
+  std::vector<exec_result> results;
+  for (const std::string& text :
+       {std::string(), std::string("pass"), all_ascii, std::string("h\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80"),
+        std::string("bad \xff\xfe utf-8"), std::string("cut \xe2\x82")}) {
+    exec_result r;
+    r.exec_id = 18446744073709551615ull;
+    r.exit_code = -9;
+    r.error = error_class::worker_lost;
+    r.stdout_data = text;
+    r.stderr_data = text + "x";
+    r.stdout_truncated = true;
+    r.detail = text;
+    r.timing = {12, 345};
+    r.usage = {6, 7u << 20};
+    r.worker_id = 3;
+    results.push_back(r);
+    r.stdout_truncated = false;
+    r.stderr_truncated = true;
+    r.error = error_class::ok;
+    r.exit_code = 0;
+    results.push_back(r);
+  }
+  auto with_event = results[1];
+  with_event.events.push_back(policy_event{});
+  results.push_back(with_event);
+  auto with_exception = results[3];
+  with_exception.has_exception = true;
+  with_exception.exception = {"ValueError", "42", "Traceback…"};
+  results.push_back(with_exception);
+  auto with_file = results[2];
+  with_file.files.push_back(exec_file_out{"/tmp/out", "abc", 3, "", ""});
+  results.push_back(with_file);
+  result_encoder enc;
+  for (const std::string report : {R"({"mode":"shared","landlock":{"abi":7}})", "not json {"})
+    for (std::size_t i = 0; i < results.size(); ++i)
+      for (const std::string id : {"", "job-1"}) {
+        BOOST_TEST_CONTEXT("result " << i << ", report '" << report << "', id '" << id << "'") {
+          auto r = results[i];
+          r.enforcement = report;
+          BOOST_TEST(enc.body(r, id) == spliced(r, id));
+          BOOST_TEST(r.enforcement == report); // left as it was
+          BOOST_TEST(json::parse(enc.body(r, id)) == json::parse(result_body(r, id)));
+        }
+      }
+}
+
 BOOST_AUTO_TEST_CASE(the_cache_stays_right_past_its_capacity) {
   result_encoder enc;
   for (int i = 0; i < 150; ++i) {
