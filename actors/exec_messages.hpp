@@ -113,7 +113,7 @@ struct exec_file_out {
   /// Empty, or why there is no content: "missing", "not_regular" (a
   /// directory, a symlink, a FIFO, a device, a /proc file), "too_large",
   /// "unreadable", "not_collected" (the exec did not run to the point
-  /// where files are read).
+  /// where files are read, or ended while this one was being sent back).
   std::string error;
   std::string message; ///< the error for people, with the limit it hit
 };

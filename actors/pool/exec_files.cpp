@@ -147,4 +147,16 @@ outcome<void> file_collector::finish() const {
   return {};
 }
 
+void file_collector::abandon(std::vector<exec_file_out>& files) {
+  if (remaining_ == 0 || open_ >= files.size())
+    return;
+  auto& f = files[open_];
+  f.content.clear();
+  f.content.shrink_to_fit();
+  f.size = 0;
+  f.error = "not_collected";
+  f.message = "the exec ended while the file was being sent back: only part of it came";
+  remaining_ = 0;
+}
+
 } // namespace castellan

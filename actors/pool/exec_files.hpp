@@ -48,6 +48,11 @@ public:
   /// At the RESULT: a failure when a file's bytes are still missing.
   outcome<void> finish() const;
 
+  /// When the exec is answered without its RESULT (a deadline, a cancel, a
+  /// protocol violation, a lost worker): the file whose bytes were still
+  /// coming is "not_collected", not a truncated file passed off as whole.
+  void abandon(std::vector<exec_file_out>& files);
+
 private:
   uint32_t next_ = 0;         ///< the lowest index a new entry may have
   uint32_t open_ = 0;         ///< the entry still receiving bytes (when remaining_ > 0)

@@ -257,6 +257,9 @@ void remember_finished(pool_ptr self, uint64_t exec_id) {
 }
 
 void finish(pool_ptr self, pending_exec& p) {
+  // Answered without its RESULT, a file may be half received: say so
+  // rather than hand over its first pieces as the whole file.
+  p.files.abandon(p.result.files);
   if (p.serial != 0 && self->state.events)
     self->state.events->disarm_deadline(p.serial);
   p.result.timing.run_us = micros(clock_type::now() - p.dispatched);

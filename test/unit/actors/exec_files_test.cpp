@@ -326,6 +326,46 @@ BOOST_AUTO_TEST_CASE(files_out_of_an_exec_that_did_not_get_there_say_so) {
   }
 }
 
+BOOST_AUTO_TEST_CASE(a_file_cut_short_by_the_end_of_its_exec_is_not_passed_off_as_whole) {
+  // The exec is answered while a file's FILE frames are still coming (here
+  // a protocol violation after its first piece; a deadline or a cancel
+  // does the same): the piece that came was the file's whole content in
+  // the result, with no error, and a size its bytes did not have. In
+  // shared mode the code can write on the wire itself.
+  auto pool = one_worker(exec_mode::shared);
+  exec_request req;
+  req.code = "import gc, struct, sys\n"
+             "W = sys.modules['castellan_wire']\n"
+             "wire = [o for o in gc.get_objects() if isinstance(o, W.Wire)][0]\n"
+             "rid = [o for o in gc.get_objects() if hasattr(type(o), 'send_result')\n"
+             "       and isinstance(getattr(o, 'request_id', None), int)][0].request_id\n"
+             "H = struct.Struct('<IBQ')\n"
+             "wire.send(W.FILE, rid, H.pack(0, 0, 10) + b'abc')\n"
+             "wire.send(W.FILE, rid, H.pack(7, 1, 0))\n"
+             "import time\n"
+             "time.sleep(30)\n";
+  req.timeout_ms = 20000;
+  req.files_out = {"out"};
+  auto r = exec(pool, req);
+  BOOST_TEST((r.error == error_class::worker_lost), r.detail);
+  BOOST_TEST(contains(r.detail, "the request asked for 1 files"), r.detail);
+  BOOST_REQUIRE(r.files.size() == 1u);
+  BOOST_TEST(r.files[0].error == "not_collected");
+  BOOST_TEST(r.files[0].content.empty());
+  BOOST_TEST(r.files[0].size == 0u);
+  // The collector itself, for the other ways an exec ends early.
+  std::vector<exec_file_out> files;
+  file_collector::prepare({"a", "b"}, files);
+  file_collector c;
+  BOOST_REQUIRE(bool(c.take(encode_file_frame(0, file_status::content, 2, "xy"), files)));
+  BOOST_REQUIRE(bool(c.take(encode_file_frame(1, file_status::content, 4, "z"), files)));
+  c.abandon(files);
+  BOOST_TEST(files[0].content == "xy"); // whole: kept
+  BOOST_TEST(files[0].error == "");
+  BOOST_TEST(files[1].error == "not_collected");
+  BOOST_TEST(files[1].content.empty());
+}
+
 BOOST_AUTO_TEST_CASE(the_files_block_is_the_documented_layout) {
   exec_request req;
   req.files_in = {file_in("a", "xy", 0600)};
