@@ -346,10 +346,14 @@ private:
     parser_.reset();
     pending_ = out.id;
     srv_.pending.emplace(out.id, this->shared_from_this());
+    // The request first: the watch's first read (a syscall that finds
+    // nothing, as a rule) would only delay it. on_request answers through
+    // respond(), which posts, so nothing of this session runs before the
+    // watch starts.
+    srv_.cb.on_request(std::move(out));
     // Reading on while the request runs tells a client that went away
     // (EOF, reset) from one that waits: its request is then abandoned.
     watch();
-    srv_.cb.on_request(std::move(out));
   }
 
   void watch() {
@@ -419,10 +423,13 @@ private:
   }
 
   void write_response() {
-    arm_timer();
+    // The write starts (its first sendmsg is made at once) before the timer
+    // is armed: arming may cost a timerfd_settime, which the client need
+    // not wait for. Both happen before this thread runs any handler.
     http::async_write(
         socket_, *response_,
         [self = this->shared_from_this()](error_code ec, std::size_t) { self->on_write(ec); });
+    arm_timer();
   }
 
   void on_write(error_code ec) {
