@@ -14,6 +14,7 @@
 #include <variant>
 
 #include <caf/send.hpp>
+#include <nlohmann/json.hpp>
 
 #include "actors/api/api_actor.hpp"
 #include "actors/api/output_events.hpp"
@@ -22,6 +23,7 @@
 #include "actors/api/audit_params.hpp"
 #include "actors/api/audit_stream.hpp"
 #include "actors/audit/rfc3339.hpp"
+#include "actors/exec_json.hpp"
 
 namespace castellan::api {
 
@@ -117,6 +119,10 @@ struct in_flight_exec {
   /// The pool the token was admitted to: a reload that takes it from the
   /// token (or revokes the token) cancels the exec.
   std::string pool;
+  /// For a request with its own policy, the default pool its policy pool
+  /// is made from, which the token needed too; empty otherwise. A reload
+  /// that takes it from the token cancels the exec as well.
+  std::string template_pool;
   /// Its answer is streamed and has begun (api_responder::stream).
   bool streaming = false;
 };
@@ -180,6 +186,11 @@ struct api_service::state final : api_responder, audit_stream_sink {
   struct audit_stream_entry {
     caf::actor actor;
     bool head_sent = false;
+    /// Who opened it, and the view it was opened with (its token's name
+    /// and pools then): a reload that revokes the token or changes that
+    /// view ends the stream (end_streams_out_of_view).
+    caller owner;
+    std::optional<std::set<std::string>> pools;
   };
   std::unordered_map<uint64_t, audit_stream_entry> audit_streams;
   supervisor_actor supervisor;
@@ -273,6 +284,55 @@ struct api_service::state final : api_responder, audit_stream_sink {
     server->end_stream(request_id);
   }
 
+  /// What a request whose token a reload revoked, after it was identified,
+  /// is answered: what it would be answered now.
+  static http_response revoked_response() {
+    http_response r = error_response(
+        401, "unauthorized", "the Authorization header is not a valid bearer token of this server");
+    r.headers.emplace_back("WWW-Authenticate", R"(Bearer realm="castellan", error="invalid_token")");
+    return r;
+  }
+
+  /// Ends the audit stream `it` with an `end` event that gives `reason`.
+  /// Under `m`; its actor gets an exit, and what it hands over afterwards
+  /// finds no stream (piece() and finish() drop it).
+  void end_audit_stream(std::unordered_map<uint64_t, audit_stream_entry>::iterator it,
+                        const std::string& reason) {
+    const uint64_t id = it->first;
+    if (!it->second.head_sent)
+      srv->respond_stream(id, 200, "text/event-stream; charset=utf-8");
+    srv->stream(id, sse_event("end", dump_json(nlohmann::json{{"v", 1}, {"reason", reason}})));
+    srv->end_stream(id);
+    if (it->second.actor)
+      caf::anon_send_exit(it->second.actor, caf::exit_reason::user_shutdown);
+    audit_streams.erase(it);
+  }
+
+  /// After a reload (under `m`): the audit streams whose token is revoked,
+  /// or whose token's name or pools are no longer those the stream was
+  /// opened with, end. A stream never goes on with a view its token no
+  /// longer has; its client reconnects for the new one.
+  void end_streams_out_of_view() {
+    for (auto it = audit_streams.begin(); it != audit_streams.end();) {
+      auto next = std::next(it);
+      const caller& owner = it->second.owner;
+      if (owner.type == caller::kind::token) {
+        const token_entry* e = access.entry(owner);
+        std::optional<std::set<std::string>> pools;
+        if (e != nullptr && e->pools)
+          pools.emplace(e->pools->begin(), e->pools->end());
+        if (e == nullptr)
+          end_audit_stream(it, "token '" + owner.name + "' was revoked");
+        else if (e->name != owner.name)
+          end_audit_stream(it, "token '" + owner.name + "' was renamed '" + e->name + "'");
+        else if (pools != it->second.pools)
+          end_audit_stream(it, "the pools of token '" + owner.name +
+                                   "' changed: reconnect to see what they are now");
+      }
+      it = next;
+    }
+  }
+
   /// `GET /v1/audit`: a stream of the audit's records (audit_stream.hpp).
   void open_audit_stream(const http_request& req, const caller& who, std::string_view query) {
     auto parsed = parse_audit_params(query, realtime_ns());
@@ -294,15 +354,24 @@ struct api_service::state final : api_responder, audit_stream_sink {
     }
     {
       std::lock_guard<std::mutex> guard(m);
+      audit_stream_entry entry;
+      entry.owner = who;
       if (who.type == caller::kind::token) {
-        // A token gone from the tokens file (a reload) sees nothing.
         const token_entry* e = access.entry(who);
-        if (e == nullptr)
-          r.pools.emplace();
-        else if (e->pools)
+        if (e == nullptr) {
+          // Revoked by a reload since the request was identified.
+          srv->respond(req.id, revoked_response());
+          return;
+        }
+        if (e->pools) {
           r.pools.emplace(e->pools->begin(), e->pools->end());
+          // A token limited to some pools sees its own execs only.
+          r.own_token = e->name;
+        }
+        entry.owner.name = e->name;
+        entry.pools = r.pools;
       }
-      audit_streams.emplace(req.id, audit_stream_entry{});
+      audit_streams.emplace(req.id, std::move(entry));
     }
     auto actor_hdl = spawn_audit_stream(*sys, supervisor, self.lock(), req.id, std::move(r));
     std::lock_guard<std::mutex> guard(m);
@@ -516,6 +585,8 @@ struct api_service::state final : api_responder, audit_stream_sink {
       x.id = body.id;
       x.owner = who;
       x.pool = pool;
+      if (!er.policy.empty())
+        x.template_pool = default_pool;
       if (!x.id.empty())
         by_client_id.emplace(key, req.id);
       by_exec_id.emplace(x.exec_id, req.id);
@@ -579,9 +650,13 @@ void api_service::replace_tokens(std::vector<token_entry> tokens) {
   // longer use. Their requests get their cancelled results, and release.
   for (const auto& kv : state_->execs) {
     const in_flight_exec& x = kv.second;
-    if (x.owner.type == caller::kind::token && !state_->access.may_use(x.owner, x.pool))
+    if (x.owner.type == caller::kind::token &&
+        (!state_->access.may_use(x.owner, x.pool) ||
+         (!x.template_pool.empty() && !state_->access.may_use(x.owner, x.template_pool))))
       caf::anon_send(state_->actor, cancel_atom::value, x.exec_id);
   }
+  if (!state_->stopped)
+    state_->end_streams_out_of_view();
 }
 
 outcome<std::unique_ptr<api_service>>

@@ -28,6 +28,8 @@ constexpr std::size_t history_piece_bytes = 64 * 1024;
 /// and so does its answer (the audit actor's credit).
 struct held_entry {
   std::string json;
+  std::string kind;
+  uint64_t exec_id = 0;
   uint64_t dropped = 0;
   caf::response_promise promise;
 };
@@ -48,12 +50,66 @@ struct stream_state {
   uint64_t next_piece = 1;
   uint64_t dropped = 0; ///< not yet reported to the client
   uint64_t history_sent = 0;
+  /// With req.own_token: the execs whose exec_start named it, each with
+  /// when it was learnt; `mine_order` evicts the oldest past own_execs_cap.
+  std::unordered_map<uint64_t, uint64_t> mine;
+  std::deque<std::pair<uint64_t, uint64_t>> mine_order;
+  uint64_t mine_clock = 0;
 };
+
+/// The execs a stream remembers as its token's: past it the oldest are
+/// forgotten, and their later records (rare: an exec that ran through
+/// this many others) are left out, never shown to the wrong token.
+constexpr std::size_t own_execs_cap = 65536;
 
 using stream_actor = caf::stateful_actor<stream_state>;
 
 bool pool_allowed(const stream_state& st, const std::string& pool) {
   return !st.req.pools || (!pool.empty() && st.req.pools->count(pool) != 0);
+}
+
+/// Whether a record of `kind` about exec `exec_id` is shown, in the order
+/// the records come: with req.own_token, an `exec_start` says whose its
+/// exec is (an exec id of an earlier daemon's run that comes back is
+/// decided anew), and only the token's execs, and records of none, pass.
+/// The client's kind filter applies here too: the stream also receives
+/// the `exec_start`s it did not ask for, to learn from them.
+bool owned(stream_state& st, const std::string& kind, uint64_t exec_id, const std::string& json) {
+  if (!st.req.own_token)
+    return true;
+  const bool wanted = st.req.params.kinds.empty() || st.req.params.kinds.count(kind) != 0;
+  if (kind == "exec_start") {
+    const auto rec = nlohmann::json::parse(json, nullptr, false);
+    bool its = false;
+    if (rec.is_object())
+      if (auto o = rec.find("origin"); o != rec.end() && o->is_object())
+        if (auto t = o->find("token"); t != o->end() && t->is_string())
+          its = t->get<std::string>() == *st.req.own_token;
+    if (!its) {
+      st.mine.erase(exec_id);
+      return false;
+    }
+    const uint64_t at = ++st.mine_clock;
+    st.mine[exec_id] = at;
+    st.mine_order.emplace_back(exec_id, at);
+    while (st.mine_order.size() > own_execs_cap) {
+      auto [id, when] = st.mine_order.front();
+      st.mine_order.pop_front();
+      if (auto m = st.mine.find(id); m != st.mine.end() && m->second == when)
+        st.mine.erase(m);
+    }
+    return wanted;
+  }
+  return wanted && (exec_id == 0 || st.mine.count(exec_id) != 0);
+}
+
+/// The kinds to ask the audit actor (and the file) for: the client's, and
+/// with own_token `exec_start` as well (owned() needs them).
+std::set<std::string> kinds_to_read(const audit_stream_request& req) {
+  std::set<std::string> kinds = req.params.kinds;
+  if (req.own_token && !kinds.empty())
+    kinds.insert("exec_start");
+  return kinds;
 }
 
 std::string dropped_event(uint64_t n) {
@@ -122,7 +178,10 @@ void go_live(stream_actor* self, uint64_t history, const std::string& error) {
   st.held_json.clear();
   for (auto& h : held) {
     st.dropped += h.dropped;
-    emit(self, h.json, std::move(h.promise));
+    if (owned(st, h.kind, h.exec_id, h.json))
+      emit(self, h.json, std::move(h.promise));
+    else if (h.promise.pending())
+      h.promise.deliver(caf::unit);
   }
   keep_alive(self);
 }
@@ -205,7 +264,7 @@ caf::behavior audit_stream(stream_actor* self, supervisor_actor supervisor,
             s.audit = audit;
             self->monitor(audit);
             audit_filter filter;
-            filter.kinds = s.req.params.kinds;
+            filter.kinds = kinds_to_read(s.req);
             filter.exec_id = s.req.params.exec_id;
             if (s.req.pools && s.req.pools->size() == 1)
               filter.pool = *s.req.pools->begin();
@@ -230,9 +289,12 @@ caf::behavior audit_stream(stream_actor* self, supervisor_actor supervisor,
                 .then(
                     [=](audit_stats&) {
                       auto& s2 = self->state;
+                      audit_params read = s2.req.params;
+                      read.kinds = kinds_to_read(s2.req);
                       self->system().spawn<caf::detached>(history_reader,
                                                           caf::actor_cast<caf::actor>(self),
-                                                          s2.req.file, s2.req.params, s2.req.pools);
+                                                          s2.req.file, std::move(read),
+                                                          s2.req.pools);
                     },
                     failed);
           },
@@ -263,7 +325,12 @@ caf::behavior audit_stream(stream_actor* self, supervisor_actor supervisor,
             return;
           }
           s.held_json.insert(e.json);
-          s.held.push_back(held_entry{std::move(e.json), 0, std::move(rp)});
+          s.held.push_back(
+              held_entry{std::move(e.json), std::move(e.kind), e.exec_id, 0, std::move(rp)});
+          return;
+        }
+        if (!owned(s, e.kind, e.exec_id, e.json)) {
+          rp.deliver(caf::unit);
           return;
         }
         emit(self, e.json, std::move(rp));
@@ -290,6 +357,16 @@ caf::behavior audit_stream(stream_actor* self, supervisor_actor supervisor,
           start = nl + 1;
           if (s.held_json.count(line) != 0)
             continue; // it comes live, in its place
+          if (s.req.own_token) {
+            auto rec = parse_audit_line(line);
+            if (!rec)
+              continue;
+            const auto k = rec->find("kind");
+            const auto x = rec->find("exec_id");
+            if (!owned(s, k != rec->end() && k->is_string() ? k->get<std::string>() : std::string{},
+                       x != rec->end() && x->is_number_unsigned() ? x->get<uint64_t>() : 0, line))
+              continue;
+          }
           bytes += sse_event("audit", line);
           ++s.history_sent;
         }

@@ -52,6 +52,11 @@ struct audit_stream_request {
   /// The caller's pools (a token's allowlist); nullopt: every record. With
   /// a list, only records that carry one of these pools are sent.
   std::optional<std::set<std::string>> pools;
+  /// Set: only the records of execs whose `exec_start` names this token
+  /// in its `origin` (a restricted token's own execs), and the records of
+  /// no exec (`exec_id` 0); a record whose `exec_start` the stream has not
+  /// seen (before `since`, or dropped) is left out. nullopt: every exec's.
+  std::optional<std::string> own_token;
   /// The audit file sink (for `since`); an empty path: none.
   file_sink_config file;
 };

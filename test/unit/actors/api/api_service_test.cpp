@@ -1275,10 +1275,13 @@ BOOST_AUTO_TEST_CASE(a_token_limited_to_some_pools_sees_only_their_records) {
   };
   read_to("event: live\n");
   BOOST_TEST_REQUIRE(seen.rfind("HTTP/1.1 200 OK\r\n", 0) == 0u, seen);
+  // ci's own execs (a token limited to some pools sees no other's).
   auto started = [](uint64_t id, const std::string& pool) {
     exec_started e;
     e.exec_id = id;
     e.pool = pool;
+    e.origin.peer = "tcp 127.0.0.1:40000";
+    e.origin.token = "ci";
     return e;
   };
   s->send(a, started(901, "elsewhere"));
@@ -1315,6 +1318,273 @@ BOOST_AUTO_TEST_CASE(a_token_limited_to_some_pools_sees_only_their_records) {
   BOOST_TEST(seen2.find("\"exec_id\":903") != std::string::npos, seen2);
   BOOST_TEST(seen2.find("\"exec_id\":901") == std::string::npos, seen2);
   BOOST_TEST(seen2.find("secret-policy") == std::string::npos, seen2);
+}
+
+// -- what a token sees and keeps seeing across reloads --------------------------
+
+namespace {
+
+token_entry token_of(std::string name, const std::string& secret,
+                     std::optional<std::vector<std::string>> pools = std::nullopt) {
+  token_entry e;
+  e.name = std::move(name);
+  e.sha256 = digest_of(secret);
+  e.pools = std::move(pools);
+  return e;
+}
+
+/// Opens `GET target` on `c` with `secret` as its bearer token (on the unix
+/// socket a token sent must be valid, and then its view applies) and reads
+/// until the stream says it is live.
+std::string open_audit_as(http_client& c, const std::string& target, const std::string& secret) {
+  c.send("GET", target, {}, "",
+         {{"Accept", "text/event-stream"}, {"Authorization", "Bearer " + secret}});
+  std::string seen;
+  read_until(c, seen, "event: live\n");
+  BOOST_TEST_REQUIRE(seen.rfind("HTTP/1.1 200 OK\r\n", 0) == 0u, seen);
+  return seen;
+}
+
+/// Reads `c` to its end; true when the server closed it (false: the 30 s
+/// safety net ran out first; a stream's keep-alives do not extend it).
+bool read_to_close(http_client& c, std::string& seen) {
+  char buf[4096];
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (std::chrono::steady_clock::now() < deadline) {
+    boost::system::error_code ec;
+    const std::size_t n = c.socket().read_some(boost::asio::buffer(buf), ec);
+    seen.append(buf, n);
+    if (ec)
+      return ec == boost::asio::error::eof || ec == boost::asio::error::connection_reset;
+  }
+  return false;
+}
+
+audit_actor audit_of(caf::actor_system& sys, const supervisor_actor& sup) {
+  caf::scoped_actor s(sys);
+  audit_actor a;
+  s->request(sup, std::chrono::seconds(10), get_audit_atom::value)
+      .receive([&](audit_actor& x) { a = x; }, [](caf::error& e) { BOOST_FAIL(caf::to_string(e)); });
+  return a;
+}
+
+exec_started started_by(uint64_t id, const std::string& token, const std::string& pool = "default") {
+  exec_started e;
+  e.exec_id = id;
+  e.pool = pool;
+  e.origin.peer = token.empty() ? "unix uid=0 gid=0 pid=1" : "tcp 127.0.0.1:40000";
+  e.origin.token = token;
+  return e;
+}
+
+exec_finished finished(uint64_t id, const std::string& detail = "done",
+                       const std::string& pool = "default") {
+  exec_finished e;
+  e.exec_id = id;
+  e.pool = pool;
+  e.detail = detail;
+  return e;
+}
+
+} // namespace
+
+BOOST_AUTO_TEST_CASE(a_reload_ends_the_audit_streams_of_a_revoked_or_narrowed_token) {
+  audit = full_audit(dir);
+  start({}, {}, [&](api_options& o) {
+    o.tokens = std::vector<token_entry>{
+        token_of("gone", "cst_gone", std::vector<std::string>{"default"}),
+        token_of("narrowed", "cst_narrowed", std::vector<std::string>{"default", "batch"}),
+        token_of("kept", "cst_kept", std::vector<std::string>{"default"}),
+        token_of("wide", "cst_wide"),
+        token_of("renamed", "cst_renamed")};
+  });
+  http_client gone(socket_path), narrowed(socket_path), kept(socket_path), wide(socket_path),
+      renamed(socket_path), owner(socket_path);
+  std::string s_gone = open_audit_as(gone, "/v1/audit", "cst_gone");
+  std::string s_narrowed = open_audit_as(narrowed, "/v1/audit", "cst_narrowed");
+  std::string s_kept = open_audit_as(kept, "/v1/audit?kind=exec_start", "cst_kept");
+  std::string s_wide = open_audit_as(wide, "/v1/audit?kind=exec_start", "cst_wide");
+  std::string s_renamed = open_audit_as(renamed, "/v1/audit", "cst_renamed");
+  std::string s_owner = open_audit(owner, "/v1/audit?kind=exec_start");
+
+  api->replace_tokens({token_of("narrowed", "cst_narrowed", std::vector<std::string>{"default"}),
+                       token_of("kept", "cst_kept", std::vector<std::string>{"default"}),
+                       token_of("wide", "cst_wide"), token_of("new-name", "cst_renamed")});
+  // The revoked token's stream, the narrowed one's and the renamed one's
+  // end, each saying why, and close.
+  BOOST_TEST_REQUIRE(read_to_close(gone, s_gone), s_gone);
+  auto end_gone = events_named(s_gone, "end");
+  BOOST_TEST_REQUIRE(end_gone.size() == 1u, s_gone);
+  BOOST_TEST(end_gone[0]["reason"] == "token 'gone' was revoked");
+  BOOST_TEST(read_to_close(narrowed, s_narrowed), s_narrowed);
+  auto end_narrowed = events_named(s_narrowed, "end");
+  BOOST_TEST_REQUIRE(end_narrowed.size() == 1u, s_narrowed);
+  BOOST_TEST(end_narrowed[0]["reason"] ==
+             "the pools of token 'narrowed' changed: reconnect to see what they are now");
+  BOOST_TEST(read_to_close(renamed, s_renamed), s_renamed);
+  BOOST_TEST(s_renamed.find("token 'renamed' was renamed 'new-name'") != std::string::npos,
+             s_renamed);
+
+  // The others go on: a record arrives on each.
+  caf::scoped_actor s(sys);
+  auto a = audit_of(sys, sup);
+  s->send(a, started_by(7, "kept"));
+  for (auto& [c, seen] : std::vector<std::pair<http_client*, std::string*>>{
+           {&kept, &s_kept}, {&wide, &s_wide}, {&owner, &s_owner}}) {
+    read_until(*c, *seen, "\"exec_id\":7");
+    BOOST_TEST(seen->find("\"exec_id\":7") != std::string::npos, *seen);
+    BOOST_TEST(seen->find("event: end") == std::string::npos, *seen);
+  }
+  // The revoked token cannot open another; the narrowed one's new stream
+  // has its new view.
+  http_client again(socket_path);
+  again.send("GET", "/v1/audit", {}, "", {{"Authorization", "Bearer cst_gone"}});
+  BOOST_TEST(again.read().status == 401u);
+  http_client narrowed2(socket_path);
+  std::string s_narrowed2 = open_audit_as(narrowed2, "/v1/audit", "cst_narrowed");
+  s->send(a, started_by(8, "narrowed", "batch"));
+  s->send(a, started_by(9, "narrowed"));
+  read_until(narrowed2, s_narrowed2, "\"exec_id\":9");
+  BOOST_TEST(s_narrowed2.find("\"exec_id\":9") != std::string::npos, s_narrowed2);
+  BOOST_TEST(s_narrowed2.find("\"exec_id\":8") == std::string::npos, s_narrowed2);
+}
+
+BOOST_AUTO_TEST_CASE(a_token_limited_to_some_pools_sees_its_own_execs_only) {
+  audit = full_audit(dir);
+  start({}, {}, [&](api_options& o) {
+    o.tokens = std::vector<token_entry>{
+        token_of("ci", "cst_ci", std::vector<std::string>{"default"}),
+        token_of("other", "cst_other", std::vector<std::string>{"default"}),
+        token_of("wide", "cst_wide")};
+  });
+  http_client ci(socket_path), ci_all(socket_path), wide(socket_path);
+  // A kind filter that leaves out exec_start: what the stream learns from
+  // them still decides.
+  std::string s_ci = open_audit_as(ci, "/v1/audit?kind=exec_end,worker_lost", "cst_ci");
+  std::string s_all = open_audit_as(ci_all, "/v1/audit", "cst_ci");
+  std::string s_wide = open_audit_as(wide, "/v1/audit", "cst_wide");
+  caf::scoped_actor s(sys);
+  auto a = audit_of(sys, sup);
+  s->send(a, started_by(11, "ci"));
+  s->send(a, started_by(12, "other"));
+  s->send(a, started_by(13, ""));
+  s->send(a, finished(11, "ci-done"));
+  s->send(a, finished(12, "other-done"));
+  s->send(a, finished(13, "owner-done"));
+  s->send(a, finished(14, "never-started"));
+  worker_lost_event during;
+  during.pool = "default";
+  during.exec_id = 12;
+  during.reason = "lost-during-other";
+  s->send(a, during);
+  // An exec id that comes back (another run of the daemon, in the file) is
+  // decided by its new exec_start.
+  s->send(a, started_by(11, "other"));
+  s->send(a, finished(11, "reused-by-other"));
+  worker_lost_event idle;
+  idle.pool = "default";
+  idle.reason = "idle-marker";
+  s->send(a, idle);
+  read_until(ci, s_ci, "idle-marker");
+  read_until(ci_all, s_all, "idle-marker");
+  read_until(wide, s_wide, "idle-marker");
+  auto check_ci = [](const std::string& seen, bool starts) {
+    BOOST_TEST(seen.find("ci-done") != std::string::npos, seen);
+    BOOST_TEST(seen.find("idle-marker") != std::string::npos, seen);
+    for (const char* hidden : {"other-done", "owner-done", "never-started", "lost-during-other",
+                               "reused-by-other", "\"exec_id\":12", "\"exec_id\":13",
+                               "\"token\":\"other\"", "unix uid=0"})
+      BOOST_TEST(seen.find(hidden) == std::string::npos, hidden << " in " << seen);
+    BOOST_TEST((seen.find("\"kind\":\"exec_start\"") != std::string::npos) == starts, seen);
+  };
+  check_ci(s_ci, false);
+  check_ci(s_all, true);
+  // A token without an allowlist sees every exec.
+  for (const char* shown : {"ci-done", "other-done", "owner-done", "reused-by-other"})
+    BOOST_TEST(s_wide.find(shown) != std::string::npos, shown);
+
+  // From the file, the same.
+  s->request(a, std::chrono::seconds(10), audit_flush_atom::value)
+      .receive([](audit_stats&) {}, [](caf::error& e) { BOOST_FAIL(caf::to_string(e)); });
+  http_client h(socket_path), h_all(socket_path);
+  check_ci(open_audit_as(h, "/v1/audit?since=1h&kind=exec_end,worker_lost", "cst_ci"), false);
+  check_ci(open_audit_as(h_all, "/v1/audit?since=1h", "cst_ci"), true);
+}
+
+BOOST_AUTO_TEST_CASE(a_reload_cancels_execs_on_pools_a_token_lost_and_ends_their_streams) {
+  start({}, {}, [&](api_options& o) {
+    o.tokens = std::vector<token_entry>{
+        token_of("narrowed", "cst_narrowed", std::vector<std::string>{"default", "batch"}),
+        token_of("streamer", "cst_streamer"), token_of("kept", "cst_kept")};
+  });
+  wait_for_pool([](const json& p) { return p["idle"] == 2; });
+  // narrowed: a plain exec; streamer: a streamed one, revoked.
+  auto held = std::async(std::launch::async, [&] {
+    http_client c(socket_path);
+    return c.request("POST", "/v1/exec", json{{"code", "import time; time.sleep(120)"}}.dump(),
+                     "application/json", {{"Authorization", "Bearer cst_narrowed"}});
+  });
+  http_client streamed(socket_path);
+  streamed.send("POST", "/v1/exec",
+                json{{"code", "import time\nprint('started', flush=True)\ntime.sleep(120)"}}.dump(),
+                "application/json",
+                {{"Accept", "text/event-stream"}, {"Authorization", "Bearer cst_streamer"}});
+  std::string seen;
+  read_until(streamed, seen, "started");
+  BOOST_TEST_REQUIRE(seen.find("event: stdout") != std::string::npos, seen);
+  wait_for_pool([](const json& p) { return p["busy"] == 2; });
+  api->replace_tokens({token_of("narrowed", "cst_narrowed", std::vector<std::string>{"batch"}),
+                       token_of("kept", "cst_kept")});
+  auto r = held.get();
+  BOOST_TEST_REQUIRE(r.status == 200u, r.body);
+  BOOST_TEST(r.json()["error_class"] == "cancelled", r.body);
+  BOOST_TEST(read_to_close(streamed, seen), seen);
+  auto result = events_named(seen, "result");
+  BOOST_TEST_REQUIRE(result.size() == 1u, seen);
+  BOOST_TEST(result[0]["error_class"] == "cancelled");
+  BOOST_TEST(result[0]["exit_code"] == 125);
+  BOOST_TEST(api->in_flight() == 0u);
+}
+
+BOOST_AUTO_TEST_CASE(a_reload_cancels_a_request_policys_exec_whose_token_lost_the_default_pool) {
+  // The API's default pool (which a request policy's own pool is made
+  // from) is "template" here, the pool the exec runs on "default": the
+  // token needs both, and a reload that takes "template" from it cancels
+  // the exec.
+  start({}, {}, [&](api_options& o) {
+    o.default_pool = "template";
+    o.tokens = std::vector<token_entry>{
+        token_of("ci", "cst_ci", std::vector<std::string>{"default", "template"})};
+  });
+  wait_for_pool([](const json& p) { return p["idle"] == 2; });
+  auto held = std::async(std::launch::async, [&] {
+    http_client c(socket_path);
+    return c.request("POST", "/v1/exec",
+                     json{{"code", "import time; time.sleep(120)"},
+                          {"pool", "default"},
+                          {"policy",
+                           {{"version", 1},
+                            {"extends", {"default"}},
+                            {"limits", {{"pids", 32}, {"code_bytes", 524288}}}}}}
+                         .dump(),
+                     "application/json", {{"Authorization", "Bearer cst_ci"}});
+  });
+  wait_until("/v1/pools", [&](const http_reply& x) {
+    int busy = 0; // on a pool of the policy's own
+    const json body = x.json();
+    for (const auto& p : body["pools"])
+      busy += p["busy"].get<int>();
+    return busy == 1 ||
+           held.wait_for(std::chrono::seconds(0)) == std::future_status::ready;
+  });
+  if (held.wait_for(std::chrono::seconds(0)) == std::future_status::ready) {
+    auto early = held.get();
+    BOOST_FAIL("answered before the reload: " << early.body);
+  }
+  api->replace_tokens({token_of("ci", "cst_ci", std::vector<std::string>{"default"})});
+  auto r = held.get();
+  BOOST_TEST_REQUIRE(r.status == 200u, r.body);
+  BOOST_TEST(r.json()["error_class"] == "cancelled", r.body);
 }
 
 BOOST_AUTO_TEST_SUITE_END()
