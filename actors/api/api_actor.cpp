@@ -216,18 +216,20 @@ caf::behavior api_behavior(caf::event_based_actor* self, supervisor_actor superv
 }
 
 void policy_job(caf::event_based_actor* self, std::shared_ptr<api_responder> responder,
-                uint64_t request_id, bool explain, std::string body, std::string policy_dir) {
-  responder->complete(request_id, explain ? explain_policy_request(body, policy_dir)
-                                          : check_policy_request(body, policy_dir));
+                uint64_t request_id, bool explain, std::string body, std::string policy_dir,
+                policy_scope scope) {
+  responder->complete(request_id, explain ? explain_policy_request(body, policy_dir, scope)
+                                          : check_policy_request(body, policy_dir, scope));
   self->quit();
 }
 
 } // namespace
 
 void spawn_policy_job(caf::actor_system& sys, std::shared_ptr<api_responder> responder,
-                      uint64_t request_id, bool explain, std::string body, std::string policy_dir) {
+                      uint64_t request_id, bool explain, std::string body, std::string policy_dir,
+                      policy_scope scope) {
   sys.spawn(policy_job, std::move(responder), request_id, explain, std::move(body),
-            std::move(policy_dir));
+            std::move(policy_dir), std::move(scope));
 }
 
 caf::actor spawn_api_actor(caf::actor_system& sys, supervisor_actor supervisor,

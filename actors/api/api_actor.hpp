@@ -31,6 +31,7 @@
 #include <caf/actor_system.hpp>
 
 #include "actors/api/http_server.hpp"
+#include "actors/api/policy_scope.hpp"
 #include "actors/supervisor/supervisor_actor.hpp"
 
 namespace castellan::api {
@@ -54,8 +55,10 @@ caf::actor spawn_api_actor(caf::actor_system& sys, supervisor_actor supervisor,
 /// The policy routes' work (policy_routes.hpp) on an actor of its own, which
 /// answers `request_id` through `responder` and quits: CPU-bound and
 /// reading the policy directory, it belongs on neither the I/O thread nor
-/// the api actor, whose results it would hold up.
+/// the api actor, whose results it would hold up. `scope`: the policies
+/// of `policy_dir` the caller may name.
 void spawn_policy_job(caf::actor_system& sys, std::shared_ptr<api_responder> responder,
-                      uint64_t request_id, bool explain, std::string body, std::string policy_dir);
+                      uint64_t request_id, bool explain, std::string body, std::string policy_dir,
+                      policy_scope scope);
 
 } // namespace castellan::api

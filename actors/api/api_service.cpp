@@ -22,6 +22,7 @@
 #include "actors/api/api_json.hpp"
 #include "actors/api/audit_params.hpp"
 #include "actors/api/audit_stream.hpp"
+#include "actors/api/policy_scope.hpp"
 #include "actors/audit/rfc3339.hpp"
 #include "actors/exec_json.hpp"
 
@@ -172,6 +173,7 @@ struct api_service::state final : api_responder, audit_stream_sink {
   std::unique_ptr<http_server> server; ///< owned; stopped, never reset, by stop()
 
   std::string default_pool; ///< where a request without `pool` runs
+  std::map<std::string, std::string> pool_policies; ///< api_options::pool_policies; under `m`
 
   mutable std::mutex m;
   std::condition_variable idle_cv;
@@ -403,11 +405,15 @@ struct api_service::state final : api_responder, audit_stream_sink {
     // A token with a pool allowlist sees those pools only: not the others'
     // state, nor the daemon-wide views that show every pool.
     std::optional<std::set<std::string>> visible;
+    // And it names only the policies of those pools.
+    policy_scope scope;
     {
       std::lock_guard<std::mutex> guard(m);
       who = access.identify(req.authorization, req.tcp && access.has_tokens_file());
-      if (const token_entry* e = access.entry(who); e && e->pools)
+      if (const token_entry* e = access.entry(who); e && e->pools) {
         visible.emplace(e->pools->begin(), e->pools->end());
+        scope = scope_of(e->name, *e->pools, pool_policies);
+      }
     }
     // The secret goes no further than this.
     req.authorization.clear();
@@ -449,7 +455,7 @@ struct api_service::state final : api_responder, audit_stream_sink {
           return;
         }
         spawn_policy_job(*sys, self.lock(), req.id, path == "/v1/policies/explain",
-                         std::move(req.body), policy_dir);
+                         std::move(req.body), policy_dir, std::move(scope));
       }
     } else if (path == "/v1/audit") {
       if (allow("GET"))
@@ -557,6 +563,18 @@ struct api_service::state final : api_responder, audit_stream_sink {
                                                    "/policy")));
         return;
       }
+      // A request policy's `extends` names policies of the directory, as
+      // a posted one's does: a token limited to some pools names only
+      // theirs (as it stands now, under `m`).
+      if (!er.policy.empty())
+        if (const token_entry* e = access.entry(who); e && e->pools) {
+          const auto doc = nlohmann::json::parse(er.policy, nullptr, false);
+          if (auto refused =
+                  refuse_extends(scope_of(e->name, *e->pools, pool_policies), doc, "/policy")) {
+            srv->respond(req.id, json_response(refused->status, refused->body()));
+            return;
+          }
+        }
       switch (access.admit(who, pool)) {
       case admission::admitted:
         break;
@@ -641,6 +659,11 @@ void api_service::set_default_pool(std::string name) {
   state_->default_pool = std::move(name);
 }
 
+void api_service::set_pool_policies(std::map<std::string, std::string> pool_policies) {
+  std::lock_guard<std::mutex> guard(state_->m);
+  state_->pool_policies = std::move(pool_policies);
+}
+
 void api_service::replace_tokens(std::vector<token_entry> tokens) {
   std::lock_guard<std::mutex> guard(state_->m);
   state_->access.replace(std::move(tokens));
@@ -663,6 +686,7 @@ outcome<std::unique_ptr<api_service>>
 api_service::start(caf::actor_system& sys, supervisor_actor supervisor, api_options opts) {
   auto st = std::make_shared<state>();
   st->default_pool = opts.default_pool;
+  st->pool_policies = std::move(opts.pool_policies);
   if (opts.tokens)
     st->access = access_control(std::move(*opts.tokens));
   st->sys = &sys;

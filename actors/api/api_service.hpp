@@ -7,6 +7,7 @@
 
 #include <chrono>
 #include <cstddef>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -39,6 +40,11 @@ struct api_options {
   /// Where `POST /v1/policies/…` resolve policy names (`name`, `extends`):
   /// the daemon's policy directory; empty: the install layout's policies/.
   std::string policy_dir;
+  /// The policy each pool follows by name in the policy directory (pool
+  /// name → policy name; a pool whose policy is a file by path has none):
+  /// a token limited to some pools names only its pools' policies
+  /// (policy_scope.hpp).
+  std::map<std::string, std::string> pool_policies;
   /// The audit file sink (the supervisor's audit_config::file), which
   /// `GET /v1/audit?since=…` reads back; an empty path: none.
   file_sink_config audit_file;
@@ -76,6 +82,10 @@ public:
   /// Where a request that names no pool runs from now on (a reloaded config
   /// made another pool the first). Thread-safe.
   void set_default_pool(std::string name);
+
+  /// The pools were reconfigured (a reload): their policies by name, as
+  /// api_options::pool_policies. Thread-safe.
+  void set_pool_policies(std::map<std::string, std::string> pool_policies);
 
   /// The tokens file was read again (a reload): its entries decide every
   /// request from now on; execs in flight stay counted against their

@@ -169,7 +169,8 @@ json explanation_json(const explanation& e) {
 
 } // namespace
 
-http_response check_policy_request(std::string_view body, const std::string& policy_dir) {
+http_response check_policy_request(std::string_view body, const std::string& policy_dir,
+                                   const policy_scope& scope) {
   auto parsed = parse_body_object(body);
   if (auto* err = std::get_if<api_error>(&parsed))
     return answer(*err);
@@ -182,6 +183,10 @@ http_response check_policy_request(std::string_view body, const std::string& pol
   if (auto* err = std::get_if<api_error>(&member))
     return answer(*err);
   const json& policy = *std::get<const json*>(member);
+  // Before anything is read: the directory's other policies are not the
+  // caller's to read, not even through what an error quotes.
+  if (auto refused = refuse_extends(scope, policy, "/policy"))
+    return answer(*refused);
 
   auto invalid = [](const std::vector<pol::policy_error>& errors) {
     json list = json::array();
@@ -203,7 +208,8 @@ http_response check_policy_request(std::string_view body, const std::string& pol
   return answer(200, dump_json(out));
 }
 
-http_response explain_policy_request(std::string_view body, const std::string& policy_dir) {
+http_response explain_policy_request(std::string_view body, const std::string& policy_dir,
+                                     const policy_scope& scope) {
   auto parsed = parse_body_object(body);
   if (auto* err = std::get_if<api_error>(&parsed))
     return answer(*err);
@@ -266,9 +272,16 @@ http_response explain_policy_request(std::string_view body, const std::string& p
     auto member = policy_member(doc);
     if (auto* err = std::get_if<api_error>(&member))
       return answer(*err);
+    if (auto refused = refuse_extends(scope, *std::get<const json*>(member), "/policy"))
+      return answer(*refused);
     loaded = posted_policy(*std::get<const json*>(member), policy_dir);
     policy_name = posted_file;
   } else {
+    // Whether the directory has it is not said to a caller that may not
+    // name it.
+    if (doc["name"].is_string())
+      if (auto refused = refuse_name(scope, doc["name"].get<std::string>(), "/name"))
+        return answer(*refused);
     loaded = named_policy(doc["name"], policy_dir);
     if (doc["name"].is_string())
       policy_name = doc["name"].get<std::string>();

@@ -15,6 +15,7 @@
 #include <string_view>
 
 #include "actors/api/http_server.hpp"
+#include "actors/api/policy_scope.hpp"
 
 namespace castellan::api {
 
@@ -24,13 +25,16 @@ inline constexpr std::size_t max_explain_queries = 64;
 /// `{"policy": {…}}` → 200 `{"v":1,"valid":true[,"warnings":[…]]}` or 200
 /// `{"v":1,"valid":false,"errors":[{"pointer","message"[,"value"][,"file"]}]}`;
 /// a request that is not of that form gets a 4xx error naming the field.
-/// `policy_dir` is where `extends` names resolve (client_policy_dir).
-http_response check_policy_request(std::string_view body, const std::string& policy_dir);
+/// `policy_dir` is where `extends` names resolve (client_policy_dir);
+/// `scope` the policies the caller may name there (403 otherwise).
+http_response check_policy_request(std::string_view body, const std::string& policy_dir,
+                                   const policy_scope& scope = {});
 
 /// `{"policy": {…} | "name": "…", "fs"?, "net"?, "exec"?}` (each query a
 /// string or an array of them, in `castellan policy explain`'s syntax) →
 /// 200 `{"v":1,"policy":"…","decisions":[{"kind","query","decision","by",
 /// "why"[,"rule"][,"origin"]}]}`, fs queries first, then net, then exec.
-http_response explain_policy_request(std::string_view body, const std::string& policy_dir);
+http_response explain_policy_request(std::string_view body, const std::string& policy_dir,
+                                     const policy_scope& scope = {});
 
 } // namespace castellan::api

@@ -15,6 +15,7 @@
 #include <filesystem>
 #include <iostream>
 #include <memory>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -99,6 +100,16 @@ private:
   unique_fd fd_;
 };
 
+/// Each pool's policy by its name in the policy directory, for the API's
+/// policy_scope; a pool whose policy is a file by path has none.
+std::map<std::string, std::string> pool_policies(const config::serve_config& c) {
+  std::map<std::string, std::string> out;
+  for (const auto& p : c.pools)
+    if (p.policy_is_name)
+      out.emplace(p.spec.name, p.policy);
+  return out;
+}
+
 /// The supervisor's config and the daemon's settings from `o.config_file`:
 /// every error of the file is printed; false if there was one.
 bool load_config_file(const serve_options& o, supervisor_config& sc,
@@ -153,6 +164,7 @@ bool load_config_file(const serve_options& o, supervisor_config& sc,
   api_opts.socket_access.mode = auth.socket_mode;
   api_opts.socket_access.gid = auth.socket_gid;
   api_opts.default_pool = loaded.config.pools.front().spec.name;
+  api_opts.pool_policies = pool_policies(loaded.config);
   api_opts.tls = {loaded.config.tls.cert_file, loaded.config.tls.key_file};
   if (!o.drain_given)
     drain_grace_ms = loaded.config.drain_grace_ms;
@@ -196,6 +208,7 @@ void reload_config(const serve_options& o, caf::actor_system& sys, const supervi
     return;
   }
   api.set_default_pool(loaded.config.pools.front().spec.name);
+  api.set_pool_policies(pool_policies(loaded.config));
   const auto& was = in_force;
   auto now = loaded.config;
   // Tokens are re-read, so that one can be added or revoked without a

@@ -466,6 +466,80 @@ BOOST_AUTO_TEST_CASE(sighup_rereads_the_tokens_file) {
     BOOST_TEST(d.err_seen.find(*t) == std::string::npos, d.err_seen);
 }
 
+BOOST_AUTO_TEST_CASE(sighup_narrows_what_a_token_sees_and_names) {
+  work_dir dir;
+  auto ci = make_token({"--name", "ci", "--pools", "alpha"});
+  auto ops = make_token({"--name", "ops"});
+  dir.write("tokens.toml", ci.entry + "\n" + ops.entry);
+  const std::string config_head = "listen = [\"tcp:127.0.0.1:0\"]\n"
+                                  "state_dir = \"" +
+                                  dir.path +
+                                  "/state\"\n"
+                                  "[auth]\ntokens_file = \"tokens.toml\"\n"
+                                  "allow_plaintext_loopback = true\n"
+                                  "[audit]\nfile = \"audit.jsonl\"\n";
+  const std::string config = dir.write(
+      "castellan.toml",
+      config_head + "[[pools]]\nname = \"alpha\"\nsize = 1\nmode = \"shared\"\n"
+                    "[[pools]]\nname = \"beta\"\nsize = 1\nmode = \"shared\"\npolicy = \"strict\"\n",
+      0644);
+  daemon_process d({"--config", config});
+  const uint16_t port = d.port_of(d.line());
+  auto explain = [&](const new_token& t, const std::string& name) {
+    return tcp_request(port, "POST", "/v1/policies/explain",
+                       nlohmann::json{{"name", name}, {"exec", "/usr/bin/id"}}.dump(),
+                       bearer(t.token));
+  };
+  // ci's pool alpha follows `default`: it names that one, not beta's.
+  BOOST_TEST(explain(ci, "default").status == 200u);
+  auto refused = explain(ci, "strict");
+  BOOST_TEST(refused.status == 403u, refused.body);
+  BOOST_TEST(refused.error_code() == "policy_not_allowed");
+  BOOST_TEST(explain(ops, "strict").status == 200u);
+
+  // An audit stream of ci, open across the reload.
+  namespace net = boost::asio;
+  net::io_context io;
+  net::ip::tcp::socket sock(io);
+  sock.connect({net::ip::make_address("127.0.0.1"), port});
+  castellan::test::detail::safety_net(sock.native_handle());
+  net::write(sock, net::buffer("GET /v1/audit HTTP/1.1\r\nHost: localhost\r\nAuthorization: "
+                               "Bearer " +
+                               ci.token + "\r\n\r\n"));
+  std::string seen;
+  bool closed = false;
+  auto read_to = [&](const std::string& text) {
+    char buf[4096];
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+    while (seen.find(text) == std::string::npos && std::chrono::steady_clock::now() < deadline) {
+      boost::system::error_code ec;
+      const std::size_t got = sock.read_some(net::buffer(buf), ec);
+      seen.append(buf, got);
+      if (ec) {
+        closed = ec == net::error::eof;
+        break;
+      }
+    }
+  };
+  read_to("event: live\n");
+  BOOST_TEST_REQUIRE(seen.rfind("HTTP/1.1 200 OK\r\n", 0) == 0u, seen);
+
+  // ci moves to beta: its stream ends, and it names beta's policy only.
+  auto moved = ci.entry;
+  moved.replace(moved.find("pools = [\"alpha\"]"), 17, "pools = [\"beta\"]");
+  dir.write("tokens.toml", moved + "\n" + ops.entry);
+  BOOST_REQUIRE(::kill(d.pid, SIGHUP) == 0);
+  d.wait_err("castellan: SIGHUP: tokens: 2 from " + dir.path + "/tokens.toml");
+  read_to("\x01"); // to the end
+  BOOST_TEST(closed, seen);
+  BOOST_TEST(seen.find("event: end\ndata: {\"reason\":\"the pools of token 'ci' changed: "
+                       "reconnect to see what they are now\",\"v\":1}") != std::string::npos,
+             seen);
+  BOOST_TEST(explain(ci, "strict").status == 200u);
+  BOOST_TEST(explain(ci, "default").status == 403u);
+  BOOST_TEST(d.stop() == 0);
+}
+
 BOOST_AUTO_TEST_CASE(plain_tcp_needs_loopback_and_the_configs_consent) {
   work_dir dir;
   const std::string state = "state_dir = \"" + dir.path + "/state\"\n";

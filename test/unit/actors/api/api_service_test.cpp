@@ -1555,6 +1555,8 @@ BOOST_AUTO_TEST_CASE(a_reload_cancels_a_request_policys_exec_whose_token_lost_th
     o.default_pool = "template";
     o.tokens = std::vector<token_entry>{
         token_of("ci", "cst_ci", std::vector<std::string>{"default", "template"})};
+    // The policy the request extends is its pool's, which it may name.
+    o.pool_policies = {{"default", "default"}};
   });
   wait_for_pool([](const json& p) { return p["idle"] == 2; });
   auto held = std::async(std::launch::async, [&] {
@@ -1585,6 +1587,47 @@ BOOST_AUTO_TEST_CASE(a_reload_cancels_a_request_policys_exec_whose_token_lost_th
   auto r = held.get();
   BOOST_TEST_REQUIRE(r.status == 200u, r.body);
   BOOST_TEST(r.json()["error_class"] == "cancelled", r.body);
+}
+
+BOOST_AUTO_TEST_CASE(a_restricted_token_names_only_the_policies_of_its_pools) {
+  start({}, {}, [&](api_options& o) {
+    o.tokens = std::vector<token_entry>{
+        token_of("ci", "cst_ci", std::vector<std::string>{"default"}),
+        token_of("wide", "cst_wide")};
+    o.pool_policies = {{"default", "default"}, {"other", "strict"}};
+  });
+  http_client c(socket_path);
+  auto as = [&](const std::string& secret, const std::string& target, const json& body) {
+    http_client::headers h;
+    if (!secret.empty())
+      h.emplace_back("Authorization", "Bearer " + secret);
+    return c.request("POST", target, body.dump(), "application/json", h);
+  };
+  const json strict_named = {{"name", "strict"}, {"exec", "/usr/bin/id"}};
+  auto refused = as("cst_ci", "/v1/policies/explain", strict_named);
+  BOOST_TEST(refused.status == 403u, refused.body);
+  BOOST_TEST(refused.error_code() == "policy_not_allowed");
+  BOOST_TEST(refused.json()["error"]["field"] == "/name");
+  BOOST_TEST(refused.error_message().find("'strict'") != std::string::npos, refused.body);
+  auto extends = as("cst_ci", "/v1/policies/check",
+                    {{"policy", {{"version", 1}, {"extends", {"strict"}}}}});
+  BOOST_TEST(extends.status == 403u, extends.body);
+  BOOST_TEST(extends.json()["error"]["field"] == "/policy/extends/0");
+  BOOST_TEST(as("cst_ci", "/v1/policies/explain",
+                {{"name", "default"}, {"exec", "/usr/bin/id"}})
+                 .status == 200u);
+  BOOST_TEST(as("cst_ci", "/v1/policies/check", {{"policy", {{"version", 1}}}}).status == 200u);
+  // An exec's request policy is held to the same, before it is admitted.
+  auto exec_refused = as("cst_ci", "/v1/exec",
+                         {{"code", "print(1)"},
+                          {"policy", {{"version", 1}, {"extends", {"strict"}}}}});
+  BOOST_TEST(exec_refused.status == 403u, exec_refused.body);
+  BOOST_TEST(exec_refused.error_code() == "policy_not_allowed");
+  BOOST_TEST(exec_refused.json()["error"]["field"] == "/policy/extends/0");
+  BOOST_TEST(api->in_flight() == 0u);
+  // A token without pools, and the socket's owner, name any.
+  BOOST_TEST(as("cst_wide", "/v1/policies/explain", strict_named).status == 200u);
+  BOOST_TEST(as("", "/v1/policies/explain", strict_named).status == 200u);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

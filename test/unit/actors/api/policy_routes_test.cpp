@@ -5,12 +5,15 @@
 
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <set>
 #include <string>
 
 #include <nlohmann/json.hpp>
 
 #include "actors/api/api_json.hpp"
 #include "actors/api/policy_routes.hpp"
+#include "actors/api/policy_scope.hpp"
 #include "support/temp_dir.hpp"
 
 using namespace castellan;
@@ -190,6 +193,68 @@ BOOST_AUTO_TEST_CASE(bad_requests_name_their_field) {
     BOOST_TEST(json::parse(explain_policy_request(body, dir).body)["error"]["code"] ==
                "bad_json");
   }
+}
+
+
+BOOST_AUTO_TEST_CASE(a_restricted_scope_names_only_its_policies_and_may_always_post_its_own) {
+  policy_scope scope;
+  scope.token = "ci";
+  scope.names = std::set<std::string>{"base"};
+  auto check_in = [&](const json& body) { return check_policy_request(body.dump(), dir, scope); };
+  auto explain_in = [&](const json& body) {
+    return explain_policy_request(body.dump(), dir, scope);
+  };
+  auto refused = [](const http_response& r, const std::string& field, const std::string& name) {
+    BOOST_TEST(r.status == 403u, r.body);
+    const auto j = json::parse(r.body);
+    BOOST_TEST(j["error"]["code"] == "policy_not_allowed", r.body);
+    BOOST_TEST(j["error"]["field"] == field, r.body);
+    BOOST_TEST(j["error"]["message"] ==
+                   "token 'ci' may not name policy '" + name +
+                       "': a token limited to some pools names only the policies its pools use "
+                       "('base'), and may always send a policy of its own",
+               r.body);
+  };
+  // Its own pools' policy: by name, and extended.
+  BOOST_TEST(explain_in({{"name", "base"}, {"fs", "read_file:/srv/x"}}).status == 200u);
+  BOOST_TEST(json::parse(check_in({{"policy", {{"version", 1}, {"extends", {"base"}}}}}).body)
+                 ["valid"] == true);
+  // Another policy of the directory: 403 naming it, whether it exists,
+  // is invalid or is not there at all (no oracle for what the directory
+  // holds), by name or in extends (the first refused entry).
+  refused(explain_in({{"name", "broken"}, {"fs", "read_file:/x"}}), "/name", "broken");
+  refused(explain_in({{"name", "nothing-here"}, {"fs", "read_file:/x"}}), "/name",
+          "nothing-here");
+  refused(check_in({{"policy", {{"version", 1}, {"extends", {"base", "broken"}}}}}),
+          "/policy/extends/1", "broken");
+  refused(explain_in({{"policy", {{"version", 1}, {"extends", {"nothing-here"}}}},
+                      {"fs", "read_file:/x"}}),
+          "/policy/extends/0", "nothing-here");
+  // A string where the schema wants an array is looked at too.
+  refused(check_in({{"policy", {{"version", 1}, {"extends", "broken"}}}}), "/policy/extends",
+          "broken");
+  // A policy of its own, extending nothing: always.
+  auto own = explain_in({{"policy", {{"version", 1}}}, {"fs", "read_file:/srv/x"}});
+  BOOST_TEST(own.status == 200u, own.body);
+  BOOST_TEST(json::parse(check_in({{"policy", {{"version", 1}}}}).body)["valid"] == true);
+  // Without a scope, every policy of the directory.
+  BOOST_TEST(explain({{"name", "broken"}, {"fs", "read_file:/x"}}, 400)["error"]["code"] ==
+             "invalid_policy");
+}
+
+BOOST_AUTO_TEST_CASE(a_scope_is_the_policies_of_the_tokens_pools) {
+  const std::map<std::string, std::string> pool_policies = {
+      {"alpha", "strict"}, {"beta", "default"}, {"gamma", "strict"}};
+  auto s = scope_of("ci", {"alpha", "gamma", "by-path"}, pool_policies);
+  BOOST_TEST(s.token == "ci");
+  BOOST_TEST_REQUIRE(s.names.has_value());
+  BOOST_TEST((*s.names == std::set<std::string>{"strict"}));
+  BOOST_TEST(!refuse_name(s, "strict", "/name"));
+  BOOST_TEST(refuse_name(s, "default", "/name")->status == 403u);
+  BOOST_TEST(!refuse_name(policy_scope{}, "default", "/name"), "no scope: any");
+  // A token whose pools follow no policy by name names none.
+  auto none = scope_of("ci", {"by-path"}, pool_policies);
+  BOOST_TEST(refuse_name(none, "strict", "/name")->message.find("(none)") != std::string::npos);
 }
 
 BOOST_AUTO_TEST_SUITE_END()
