@@ -15,7 +15,7 @@ DEB_PACKAGES := cmake make g++ clang libclang-rt-14-dev pkg-config python3 \
   libcaf-dev libasio-dev libhttp-parser-dev libseccomp-dev liburing-dev \
   nlohmann-json3-dev libvalijson-dev libspdlog-dev libcli11-dev libboost-dev \
   libtomlplusplus-dev libboost-test-dev libbenchmark-dev libssl-dev libpython3-dev prometheus \
-  curl openssl python3-pip python3-setuptools python3-wheel systemd procps \
+  curl openssl python3-pip python3-setuptools python3-wheel systemd procps e2fsprogs \
   python3-numpy python3-pandas python3-matplotlib
 
 .PHONY: all deps configure build run test fuzz asan bench clean
