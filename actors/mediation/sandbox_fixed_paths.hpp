@@ -14,6 +14,9 @@ namespace castellan {
 /// Where the harness directory appears inside every sandbox (read-only).
 inline constexpr const char* sandbox_harness_dir = "/opt/castellan/python";
 
+/// Where a workspace appears inside a sandbox that has one (read-write).
+inline constexpr const char* sandbox_workspace_dir = "/workspace";
+
 /// The ELF interpreters (dynamic loaders) an allowed program may name: the
 /// kernel opens them for execution as it opens a program, so they keep
 /// Landlock EXECUTE under an exec deny (docs/security.md, "Exec rules").

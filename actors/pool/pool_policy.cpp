@@ -216,6 +216,7 @@ pool_config pool_without_policy(const pool_config& pool) {
   fresh.cgroups_best_effort = d.cgroups_best_effort;
   fresh.hostname = d.hostname;
   fresh.tmp_size_bytes = d.tmp_size_bytes;
+  fresh.workspace_source = d.workspace_source; // the pool's, not the policy's
   t.sandbox = std::move(fresh);
   t.egress_policy = nullptr;
   t.mediation_policy = nullptr;

@@ -40,10 +40,20 @@ policy_rights rights_at(const pol::compiled_policy& policy, std::string_view pat
   return out;
 }
 
+/// What the workspace grant gives: files and directories made, changed and
+/// removed; no execute, no device nodes.
+constexpr uint64_t workspace_rights =
+  read_rights | platform::landlock_fs::write_file | platform::landlock_fs::truncate |
+  platform::landlock_fs::remove_dir | platform::landlock_fs::remove_file |
+  platform::landlock_fs::make_dir | platform::landlock_fs::make_reg |
+  platform::landlock_fs::make_sym | platform::landlock_fs::make_fifo |
+  platform::landlock_fs::make_sock | platform::landlock_fs::refer;
+
 /// The base grants covering `path`, without what a rule of the policy denies.
-uint64_t base_rights_at(std::string_view path, const policy_rights& policy) {
+uint64_t base_rights_at(const platform::root_spec& root, std::string_view path,
+                        const policy_rights& policy) {
   uint64_t out = 0;
-  for (const auto& g : base_grants())
+  for (const auto& g : base_grants_for(root))
     if (platform::path_covers(g.path, path))
       out |= g.access;
   return out & ~policy.denied_by_rule;
@@ -110,6 +120,15 @@ const std::vector<base_grant>& base_grants() {
   return grants;
 }
 
+std::vector<base_grant> base_grants_for(const platform::root_spec& root) {
+  std::vector<base_grant> out = base_grants();
+  for (const auto& b : root.binds)
+    if (b.target == sandbox_workspace_dir && b.writable)
+      out.push_back({sandbox_workspace_dir, workspace_rights,
+                     "the workspace the sandbox was given, read and write"});
+  return out;
+}
+
 void limit_landlock_to_policy(platform::sandbox_spec& spec, const pol::compiled_policy& policy) {
   auto& rules = spec.landlock.paths;
   // Each generated file (/etc/passwd, /etc/hosts, …) on its own: a rule on
@@ -120,7 +139,7 @@ void limit_landlock_to_policy(platform::sandbox_spec& spec, const pol::compiled_
       rules.push_back({f.path, platform::landlock_fs::read_file, false});
   for (auto& rule : rules) {
     const policy_rights p = rights_at(policy, rule.path);
-    rule.access &= p.allowed | base_rights_at(rule.path, p);
+    rule.access &= p.allowed | base_rights_at(spec.root, rule.path, p);
   }
   for (auto& rule : rules) {
     const bool is_file = std::any_of(spec.root.files.begin(), spec.root.files.end(),
@@ -182,7 +201,7 @@ sandbox_decision decide_in_sandbox(const platform::sandbox_spec& spec,
                                  (nearest != nullptr ? nearest->path : resolved)};
   }
   if (missing == 0 && d.source == pol::decision_source::default_action) {
-    for (const auto& g : base_grants())
+    for (const auto& g : base_grants_for(spec.root))
       if (platform::path_covers(g.path, resolved) && (access & ~g.access) == 0) {
         if (auto why = host_refuses())
           return {pol::action::deny, "sandbox: " + *why};

@@ -14,7 +14,7 @@
 /// finer than a tree (a deny rule beneath a granted tree, a warn) is the
 /// supervisor's to decide (seccomp notify, syscall_mediator.hpp). Base
 /// grants are what castellan itself needs in every sandbox (the harness,
-/// /proc): granted unless a rule of the policy denies them at the tree's own
+/// /proc) or gave this one (its workspace): granted unless a rule of the policy denies them at the tree's own
 /// path. A deny rule only beneath them is not enforced (the mediator leaves
 /// the harness and /proc/self alone), though decide_in_sandbox reports it.
 
@@ -36,6 +36,11 @@ struct base_grant {
 
 /// The base grants: the harness directory and /proc, read.
 const std::vector<base_grant>& base_grants();
+
+/// The base grants of a sandbox whose root is `root`: base_grants(), and
+/// read and write (no execute, no device nodes) on /workspace when the root
+/// binds a workspace there writable.
+std::vector<base_grant> base_grants_for(const platform::root_spec& root);
 
 /// Limits every path rule of `spec.landlock` to what `policy` allows (or
 /// warns about) at the rule's own path, plus the base grants the policy

@@ -128,8 +128,17 @@ outcome<platform::sandbox_spec> make_sandbox_spec(const sandbox_profile& profile
   platform::default_root_options options;
   options.hostname = profile.hostname;
   options.tmp_size_bytes = profile.tmp_size_bytes;
+  options.workspace_source = profile.workspace_source;
   platform::sandbox_spec spec;
   spec.root = platform::default_root_spec(options);
+  for (auto& b : spec.root.binds)
+    if (b.target == sandbox_workspace_dir) {
+      // The store's directories are closed to the sandbox's host uid: the
+      // pool captures the mount and hands it over. Code written there is
+      // data, never run (like /tmp).
+      b.exec = false;
+      b.captured_by_spawner = true;
+    }
   platform::bind_mount h;
   h.source = dir_of(harness);
   h.target = sandbox_harness_dir;

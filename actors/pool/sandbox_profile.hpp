@@ -59,6 +59,13 @@ struct sandbox_profile {
   bool loopback = true;
   std::string hostname = "castellan";
   uint64_t tmp_size_bytes = 64ull << 20;
+  /// A host directory bound read-write (noexec) at /workspace, and the
+  /// workers' working directory: a workspace's mount
+  /// (workspace_lease::host_path, actors/session/workspace_store.hpp).
+  /// Landlock grants its code read and write there unless a rule of the
+  /// policy denies them at /workspace (base_grants_for in
+  /// sandbox_fs_rights.hpp). Empty: no /workspace.
+  std::string workspace_source;
   /// The policy whose fs decisions limit the Landlock rights of every tree
   /// of the root (limit_landlock_to_policy in sandbox_fs_rights.hpp); null:
   /// the root's own rights (a pool without a policy).
@@ -68,7 +75,8 @@ struct sandbox_profile {
 /// The worker-side spec for one worker: the default root (system dirs
 /// read-only, curated /etc, tmpfs /tmp, minimal /dev, fresh /proc, loopback
 /// only), the directory of `harness` bound read-only at sandbox_harness_dir,
-/// the profile's extra paths, Landlock rules matching the mounts, each
+/// the workspace at /workspace (when the profile has one), the profile's
+/// extra paths, Landlock rules matching the mounts, each
 /// limited to what the profile's fs policy allows at its path, and the
 /// seccomp filter with the profile's denials.
 outcome<platform::sandbox_spec> make_sandbox_spec(const sandbox_profile& profile,

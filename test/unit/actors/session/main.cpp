@@ -1,0 +1,2 @@
+#define BOOST_TEST_MODULE castellan session
+#include "support/test_main.hpp"
