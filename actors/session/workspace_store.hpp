@@ -4,8 +4,8 @@
 /// Persistent named workspaces, each a directory with a size quota the
 /// kernel enforces, for sandboxes to bind writable at /workspace.
 ///
-/// A store is a directory (the daemon's `<state_dir>/workspaces`, or any
-/// directory an embedding program chooses), laid out as
+/// A store is any directory its owner chooses (for `castellan serve`, meant
+/// to be `<state_dir>/workspaces`, which is not wired yet), laid out as
 ///
 ///     <dir>/.lock              flock: one process owns the store at a time
 ///     <dir>/images/<name>.ext4 the workspace: a sparse file of the quota's size, ext4

@@ -18,8 +18,12 @@
 #include "actors/pool/sandbox_profile.hpp"
 #include "actors/mediation/notify_mapping.hpp"
 #include "platform/linux/landlock.hpp"
+#include "actors/session/workspace_store.hpp"
 #include "support/actor_system_fixture.hpp"
 #include "support/sanitizers.hpp"
+#include "support/skip.hpp"
+#include "support/temp_dir.hpp"
+#include "support/workspace_support.hpp"
 
 using namespace castellan;
 
@@ -31,7 +35,8 @@ struct strict_pool : test::actor_system_fixture {
 
   explicit strict_pool(exec_mode mode = exec_mode::shared, uint32_t size = 2,
                        uint32_t recycle_after = 1,
-                       const std::string& policy_file = "/policies/strict.json") {
+                       const std::string& policy_file = "/policies/strict.json",
+                       const std::string& workspace = "") {
     auto pc = test_pool(size);
     const std::string dir = test::source_dir() + "/policies";
     auto doc = policy::load_policy(test::source_dir() + policy_file, dir);
@@ -47,6 +52,7 @@ struct strict_pool : test::actor_system_fixture {
       pc.limits.memory_bytes = 512ull << 20;
     }
     pc.recycle_after = recycle_after; // 1: every probe starts in a fresh worker
+    pc.sandbox.workspace_source = workspace;
     pc.worker_stderr = std::getenv("CASTELLAN_WORKER_STDERR") != nullptr;
     auto p = spawn_pool(sys, pc);
     BOOST_REQUIRE_MESSAGE(p, (p ? "" : p.error().describe()));
@@ -75,7 +81,8 @@ struct strict_pool : test::actor_system_fixture {
       verdict = r.stdout_data.substr(pos + 9, end == std::string::npos ? end : end - pos - 9);
     }
     BOOST_TEST_MESSAGE(name << ": " << to_string(r.error) << " verdict '" << verdict << "'"
-                            << (r.stderr_data.empty() ? "" : " stderr: " + r.stderr_data));
+                            << (r.stderr_data.empty() ? "" : " stderr: " + r.stderr_data)
+                            << (r.exception.type.empty() ? "" : " exception: " + r.exception.type + ": " + r.exception.message));
     return r;
   }
 
@@ -145,6 +152,50 @@ struct loopback_udp_pool : strict_pool {
       : strict_pool(exec_mode::shared, 1, 1, "/test/escapes/loopback_udp.json") {}
 };
 
+/// An 8 MiB workspace of a store in a temporary directory, opened before
+/// the pool that binds it starts; nothing of it stays mounted afterwards.
+/// Empty `path` (and `lacking` says why) where the kernel has no loop
+/// devices or no ext4.
+struct workspace_holder {
+  test::temp_dir tmp;
+  test::mount_sweeper sweeper{tmp.path.string()};
+  std::shared_ptr<workspace_store> store;
+  workspace_lease lease;
+  std::string path;
+  std::string lacking;
+
+  workspace_holder() {
+    if (auto why = test::workspace_kernel_lacks()) {
+      lacking = *why;
+      return;
+    }
+    auto owner = sandbox_owner();
+    BOOST_REQUIRE(owner);
+    auto s = workspace_store::open({tmp.file("workspaces"), *owner});
+    BOOST_REQUIRE_MESSAGE(s, (s ? "" : s.error().describe()));
+    store = *s;
+    BOOST_REQUIRE(store->create("probe", 8ull << 20));
+    auto l = store->open_workspace("probe");
+    BOOST_REQUIRE(l);
+    lease = std::move(*l);
+    path = lease.host_path();
+  }
+};
+
+/// default.json's pool with the workspace bound at /workspace: probes
+/// against the one writable place a sandbox and the host share. (strict.json
+/// denies every write by a rule on "/", the workspace's included.)
+struct workspace_pool : workspace_holder, strict_pool {
+  workspace_pool()
+      : strict_pool(exec_mode::shared, 1, 1, "/policies/default.json", workspace_holder::path) {}
+
+  bool skipped() {
+    if (!lacking.empty())
+      test::skip(lacking);
+    return !lacking.empty();
+  }
+};
+
 /// Landlock TCP rules (ABI 4) answer connect() before routing does.
 std::string denied_connect(const char* without_landlock) {
   return platform::landlock_abi() >= 4 ? "EACCES" : without_landlock;
@@ -171,6 +222,41 @@ BOOST_AUTO_TEST_CASE(sys_write) { expect("sys_write", {"ENOENT"}); }
 BOOST_AUTO_TEST_CASE(other_shm) { expect("other_shm", {"empty"}); }
 // A read-only bind: the host's node keeps its times; writing still works.
 BOOST_AUTO_TEST_CASE(dev_node_times) { expect("dev_node_times", {"EROFS"}); }
+
+BOOST_AUTO_TEST_SUITE_END()
+
+// The workspace is written by the sandbox and read by the host: it holds
+// data, never programs, devices or a way out. Landlock lets default.json's
+// code write there (a base grant without execute or device nodes); the
+// mount options, the user namespace and the seccomp filter refuse the rest.
+BOOST_FIXTURE_TEST_SUITE(workspace_probes, workspace_pool)
+
+#define WORKSPACE_PROBE(name, ...)                                                              \
+  BOOST_AUTO_TEST_CASE(name) {                                                                   \
+    if (!skipped())                                                                              \
+      expect(#name, __VA_ARGS__);                                                                \
+  }
+
+// Neither a program nor a setuid one runs from there: Landlock grants no
+// execute on the workspace, and the bind is noexec.
+WORKSPACE_PROBE(workspace_exec, {"EACCES"})
+WORKSPACE_PROBE(workspace_setuid, {"EACCES"})
+// Landlock grants no make_char there (nor would CAP_MKNOD outside the user
+// namespace, and the mount is nodev).
+WORKSPACE_PROBE(workspace_mknod, {"EACCES"})
+// mount and umount2 are refused by the anti-escape filter.
+WORKSPACE_PROBE(workspace_remount, {"EPERM"})
+WORKSPACE_PROBE(workspace_umount, {"EPERM"})
+// Another file system: no link reaches a file outside it.
+WORKSPACE_PROBE(workspace_hardlink, {"EXDEV"})
+// FS_IMMUTABLE_FL needs CAP_LINUX_IMMUTABLE in the initial user namespace.
+WORKSPACE_PROBE(workspace_immutable, {"EPERM"})
+// lost+found is root's on the host: unmapped, mode 0700.
+WORKSPACE_PROBE(workspace_lost_found, {"EACCES"})
+// The quota holds for a reservation as for a write.
+WORKSPACE_PROBE(workspace_fallocate, {"ENOSPC"})
+
+#undef WORKSPACE_PROBE
 
 BOOST_AUTO_TEST_SUITE_END()
 

@@ -173,4 +173,21 @@ BOOST_AUTO_TEST_CASE(the_workspace_holds_data_not_programs_or_devices) {
   BOOST_TEST(line.find("nodev") != std::string::npos, line);
 }
 
+BOOST_AUTO_TEST_CASE(a_policy_rule_that_denies_writing_leaves_the_workspace_read_only) {
+  if (!start())
+    return;
+  auto lease = lease_on("shown", 8 * mib);
+  std::ofstream(lease.host_path() + "/given.txt") << "from the host";
+  // readonly.json denies every write by a rule on "/": the workspace too.
+  auto pool = pool_on(lease, "readonly");
+  auto r = exec_code(pool, "import errno\n"
+                           "print(open('/workspace/given.txt').read())\n"
+                           "try:\n"
+                           "    open('/workspace/new.txt', 'w')\n"
+                           "except OSError as e:\n"
+                           "    print(errno.errorcode[e.errno])\n");
+  BOOST_TEST((r.error == error_class::ok), r.stderr_data);
+  BOOST_TEST(r.stdout_data == "from the host\nEACCES\n", r.stdout_data);
+}
+
 BOOST_AUTO_TEST_SUITE_END()
