@@ -34,6 +34,8 @@ const char* to_string(harness_mode mode) noexcept {
       return "oneshot";
     case harness_mode::fork:
       return "fork";
+    case harness_mode::session:
+      return "session";
     case harness_mode::reuse:
       break;
   }
@@ -42,7 +44,7 @@ const char* to_string(harness_mode mode) noexcept {
 
 std::string usage() {
   return "usage: castellan-worker --segment-fd N --to-worker-fd N --to-supervisor-fd N\n"
-         "                        --harness PATH [--python PATH] [--mode reuse|fork|oneshot]\n"
+         "                        --harness PATH [--python PATH] [--mode reuse|fork|oneshot|session]\n"
          "\n"
          "  --segment-fd N        inherited memfd holding both rings (docs/wire.md)\n"
          "  --to-worker-fd N      inherited eventfd the supervisor rings\n"
@@ -51,7 +53,9 @@ std::string usage() {
          "  --python PATH         the interpreter (default /usr/bin/python3)\n"
          "  --mode MODE           reuse (default): serve until SHUTDOWN, fresh globals per\n"
          "                        request; fork: serve until SHUTDOWN, each request in a\n"
-         "                        process forked from the warm harness; oneshot: one request\n"
+         "                        process forked from the warm harness; oneshot: one request;\n"
+         "                        session: serve until SHUTDOWN, one __main__ and the\n"
+         "                        environment and cwd kept from request to request\n"
          "  --sandbox-spec-fd N   inherited sealed memfd with the sandbox spec: become PID 1\n"
          "                        of the sandbox (build the root, then Landlock and seccomp\n"
          "                        for the harness); --harness is a path inside that root\n"
@@ -134,8 +138,11 @@ outcome<options> parse_options(int argc, const char* const* argv) {
         opts.mode = harness_mode::fork;
       else if (value == "oneshot")
         opts.mode = harness_mode::oneshot;
+      else if (value == "session")
+        opts.mode = harness_mode::session;
       else
-        return logic_failure("--mode: '" + value + "' is not one of reuse, fork, oneshot");
+        return logic_failure("--mode: '" + value +
+                             "' is not one of reuse, fork, oneshot, session");
     }
   }
   if (!have_segment)

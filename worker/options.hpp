@@ -14,6 +14,7 @@ enum class harness_mode : unsigned char {
   reuse,   ///< serve requests until SHUTDOWN (fresh globals for each)
   oneshot, ///< serve one request, then exit 0
   fork,    ///< serve requests until SHUTDOWN, each in a child forked from the warm harness
+  session, ///< serve requests until SHUTDOWN in one __main__, env and cwd kept between them
 };
 
 /// The parsed command line. Every field is set after a successful parse.
@@ -40,7 +41,7 @@ struct options {
   bool help = false; ///< --help: print usage and exit 0
 };
 
-/// The wire name of a mode ("reuse", "fork", "oneshot").
+/// The wire name of a mode ("reuse", "fork", "oneshot", "session").
 const char* to_string(harness_mode mode) noexcept;
 
 /// Parses `argv[1..argc)`. A failure's message says which argument is wrong

@@ -3,7 +3,7 @@
 Started by castellan-worker as
 
     python3 -I -S -B castellan_harness.py --segment-fd N --to-worker-fd N
-            --to-supervisor-fd N [--mode reuse|fork|oneshot] [--control-fd N]
+            --to-supervisor-fd N [--mode reuse|fork|oneshot|session] [--control-fd N]
 
 This file is only the entry point: Python compiles a script it runs on every
 start, but loads an imported module from its cached bytecode (__pycache__,

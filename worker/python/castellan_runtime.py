@@ -11,7 +11,9 @@ Start-up is split in two so that a new worker is READY about as soon as the
 interpreter itself (castellan_plumbing). In `fork` mode each CODE and COMMAND
 runs in a child forked from a pre-imported zygote, so nothing the code did
 survives into the next exec (castellan_fork_mode); in `reuse` mode the
-harness runs them itself.
+harness runs them itself; in `session` mode too, but in one __main__ for the
+worker's life, with the environment and working directory the last request
+left (castellan_session_mode): a session's state, on purpose.
 
 Exit codes: 0 after SHUTDOWN (or after the request in oneshot mode), 2 for a
 bad command line, 3 for a broken wire, 4 when the fork-mode zygote is gone,
@@ -28,6 +30,7 @@ for the mode it is started in (harness_class):
 
 - castellan_shared_mode, castellan_command_mode: CODE in the harness itself
   and COMMAND as its subprocess (reuse and oneshot modes);
+- castellan_session_mode (with castellan_command_mode): session mode;
 - castellan_fork_mode, castellan_zygote: fork mode, the harness's side and
   the zygote's and exec's process's side (imported by the zygote, after
   the fork: the harness never runs it).
@@ -377,9 +380,15 @@ class HarnessCore:
         sys.stdin = sys.__stdin__ = io.TextIOWrapper(io.BytesIO(b""), encoding="utf-8")
         sys.argv = ["<exec>"]
 
+    #: Session mode keeps the environment, the working directory and
+    #: sys.path from request to request (castellan_session_mode).
+    keeps_state = False
+
     def _prepare(self, request_id):
         """A clean process state for the next request: fresh stdio writers,
-        fd 1/2 on the pumps, and what user code may have changed restored."""
+        fd 1/2 on the pumps, and what user code may have changed restored
+        (in session mode, all but the environment's contents, the working
+        directory and sys.path, which are the session's state)."""
         self.request_id = request_id
         for pump in self.pumps:
             try:
@@ -393,7 +402,8 @@ class HarnessCore:
             os.dup2(self.devnull_fd, 0)
         except OSError as e:
             self.diag(f"cannot put /dev/null back on fd 0: {e.strerror}")
-        sys.path[:] = self.saved_path
+        if not self.keeps_state:
+            sys.path[:] = self.saved_path
         sys.settrace(None)
         sys.setprofile(None)
         sys.setrecursionlimit(self.saved_recursion_limit)
@@ -402,13 +412,18 @@ class HarnessCore:
             warnings._filters_mutated()  # drops the caches of the old filters
         warnings.showwarning = _original_showwarning
         self._pending_interrupt = False
-        if (os.environ is not self.environ_obj or os.environb is not self.environb_obj
-                or self.environ_obj._data != self.saved_environ_data):
+        if os.environ is not self.environ_obj or os.environb is not self.environb_obj:
+            # The objects the harness applies requests' variables to, in
+            # every mode (a session keeps their contents, not a stand-in).
             os.environ = self.environ_obj
             os.environb = self.environb_obj
+            if not self.keeps_state:
+                os.environ.clear()
+                os.environ.update(self.saved_environ)
+        elif not self.keeps_state and self.environ_obj._data != self.saved_environ_data:
             os.environ.clear()
             os.environ.update(self.saved_environ)
-        if self.saved_cwd is not None:
+        if self.saved_cwd is not None and not self.keeps_state:
             try:
                 os.chdir(self.saved_cwd)
             except OSError:
@@ -691,15 +706,16 @@ class HarnessCore:
 #: handlers from (oneshot is reuse for one request; fork mode's zygote adds
 #: castellan_zygote's, ForkMode._start_zygote).
 _MODE_MODULES = {"reuse": ("castellan_shared_mode", "castellan_command_mode"),
-                 "fork": ("castellan_fork_mode",)}
+                 "fork": ("castellan_fork_mode",),
+                 "session": ("castellan_session_mode", "castellan_command_mode")}
 _MODE_CLASSES = {"castellan_shared_mode": "SharedMode", "castellan_command_mode": "CommandMode",
-                 "castellan_fork_mode": "ForkMode"}
+                 "castellan_fork_mode": "ForkMode", "castellan_session_mode": "SessionMode"}
 
 
 def harness_class(mode):
     """HarnessCore with the handlers of `mode` (imported now if they are
     not yet)."""
-    names = _MODE_MODULES["fork" if mode == "fork" else "reuse"]
+    names = _MODE_MODULES["reuse" if mode == "oneshot" else mode]
     mixins = tuple(getattr(_import_own(name), _MODE_CLASSES[name]) for name in names)
     return type("Harness", mixins + (HarnessCore,),
                 {"__doc__": "The harness of one worker in " + mode + " mode."})
@@ -718,7 +734,8 @@ def warm_up():
     for name in ("ctypes", "functools", "json", "linecache", "site", "socket",
                  "traceback") + PRELOAD:
         _preloader(name)()
-    for name in _MODE_MODULES["reuse"] + _MODE_MODULES["fork"] + ("castellan_zygote",
+    for name in _MODE_MODULES["reuse"] + _MODE_MODULES["fork"] + ("castellan_session_mode",
+                                                                  "castellan_zygote",
                                                                   "castellan_denials"):
         _import_own(name)
     _import_own("castellan_setup")
@@ -754,8 +771,9 @@ def _parse_args(argv):
         if not values[name].isdigit():
             raise ValueError(f"{name}: {values[name]!r} is not a file descriptor number")
         fds.append(int(values[name]))
-    if values["--mode"] not in ("reuse", "fork", "oneshot"):
-        raise ValueError(f"--mode: {values['--mode']!r} is not one of reuse, fork, oneshot")
+    if values["--mode"] not in ("reuse", "fork", "oneshot", "session"):
+        raise ValueError(f"--mode: {values['--mode']!r} is not one of reuse, fork, oneshot, "
+                         "session")
     control = values["--control-fd"]
     if control is not None and not control.isdigit():
         raise ValueError(f"--control-fd: {control!r} is not a file descriptor number")

@@ -24,12 +24,17 @@ plumbing.late_bound(globals())
 class SharedMode:
     """HarnessCore's CODE handler in reuse and oneshot mode."""
 
+    def _main_module(self):
+        """The __main__ the next CODE runs in: a fresh one each time."""
+        main = types.ModuleType("__main__")
+        main.__dict__["__builtins__"] = builtins
+        return main
+
     def run_code(self, request_id, source, setup=None):
         self._prepare(request_id)
         if not self._apply_setup(request_id, setup):
             return
-        main = types.ModuleType("__main__")
-        main.__dict__["__builtins__"] = builtins
+        main = self._main_module()
         text = source.decode("utf-8", "replace")
         # Tracebacks show the source lines of '<exec>' frames.
         linecache.cache["<exec>"] = (len(text), None, text.splitlines(True), "<exec>")
