@@ -18,6 +18,12 @@ std::string to_string(castellan_errc x) {
       return "io_failed";
     case castellan_errc::shutting_down:
       return "shutting_down";
+    case castellan_errc::busy:
+      return "busy";
+    case castellan_errc::no_such_session:
+      return "no_such_session";
+    case castellan_errc::session_ended:
+      return "session_ended";
   }
   return "castellan_errc(" + std::to_string(static_cast<int>(x)) + ")";
 }

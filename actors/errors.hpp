@@ -23,6 +23,9 @@ enum class castellan_errc : uint8_t {
   no_such_policy,      ///< a named policy is not loaded
   io_failed,           ///< a file or socket operation failed
   shutting_down,       ///< the actor is stopping
+  busy,                ///< a limit on what exists at once was reached (sessions)
+  no_such_session,     ///< a session id that is not (or no longer) known
+  session_ended,       ///< the session's worker is gone, and its state with it
 };
 
 std::string to_string(castellan_errc x);

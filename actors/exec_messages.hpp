@@ -267,4 +267,24 @@ typename Inspector::result_type inspect(Inspector& f, pool_status& x) {
            x.policy_revision);
 }
 
+/// One worker of a pool and its cgroup's accounting at one instant (the
+/// pool's answer to `usage_atom`; what a session's stats are made of).
+struct worker_stats {
+  uint64_t worker_id = 0;
+  int32_t pid = 0; ///< in the supervisor's pid namespace
+  worker_state state = worker_state::starting;
+  uint32_t execs = 0;          ///< execs it ran to the end
+  bool has_cgroup = false;     ///< false: no cgroup, the numbers below are zero
+  uint64_t cpu_us = 0;         ///< CPU time of the whole cgroup since it started
+  uint64_t memory_bytes = 0;   ///< memory charged to the cgroup now
+  uint64_t memory_peak_bytes = 0; ///< peak since the last exec began (v2 before 6.12: ever)
+  uint64_t pids = 0;           ///< tasks (processes and threads) in the cgroup now
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, worker_stats& x) {
+  return f(caf::meta::type_name("worker_stats"), x.worker_id, x.pid, x.state, x.execs,
+           x.has_cgroup, x.cpu_us, x.memory_bytes, x.memory_peak_bytes, x.pids);
+}
+
 } // namespace castellan

@@ -6,4 +6,5 @@
 #include "actors/actor_system_setup.hpp"
 #include "actors/messages.hpp"
 #include "actors/pool/pool_actor.hpp"
+#include "actors/session/session_actor.hpp"
 #include "actors/supervisor/supervisor_actor.hpp"

@@ -23,6 +23,7 @@
 #include "actors/proxy/proxy_messages.hpp"
 #include "actors/mediation_messages.hpp"
 #include "actors/supervisor/pools_change.hpp"
+#include "actors/session/session_messages.hpp"
 
 CAF_BEGIN_TYPE_ID_BLOCK(castellan, caf::first_custom_type_id)
 
@@ -132,5 +133,22 @@ CAF_BEGIN_TYPE_ID_BLOCK(castellan, caf::first_custom_type_id)
   CAF_ADD_ATOM(castellan, castellan, history_atom, "history")
   CAF_ADD_ATOM(castellan, castellan, written_atom, "written")
   CAF_ADD_ATOM(castellan, castellan, heartbeat_atom, "heartbeat")
+  // -- a pool's workers and their cgroups (actors/pool) -------------------------
+  CAF_ADD_TYPE_ID(castellan, (castellan::worker_stats))
+  CAF_ADD_TYPE_ID(castellan, (std::vector<castellan::worker_stats>))
+  CAF_ADD_ATOM(castellan, castellan, usage_atom, "usage")
+  // -- sessions (actors/session) ------------------------------------------------
+  CAF_ADD_TYPE_ID(castellan, (castellan::session_record))
+  CAF_ADD_TYPE_ID(castellan, (castellan::session_options))
+  CAF_ADD_TYPE_ID(castellan, (castellan::session_state))
+  CAF_ADD_TYPE_ID(castellan, (castellan::session_info))
+  CAF_ADD_TYPE_ID(castellan, (std::vector<castellan::session_info>))
+  CAF_ADD_TYPE_ID(castellan, (castellan::session_stats))
+  CAF_ADD_ATOM(castellan, castellan, session_create_atom, "s_create")
+  CAF_ADD_ATOM(castellan, castellan, session_get_atom, "s_get")
+  CAF_ADD_ATOM(castellan, castellan, session_list_atom, "s_list")
+  CAF_ADD_ATOM(castellan, castellan, session_tick_atom, "s_tick")
+  CAF_ADD_ATOM(castellan, castellan, ready_atom, "ready")
+  CAF_ADD_ATOM(castellan, castellan, destroy_atom, "destroy")
 
 CAF_END_TYPE_ID_BLOCK(castellan)

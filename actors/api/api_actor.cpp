@@ -47,6 +47,13 @@ http_response error_response(const caf::error& err, const caf::actor_system& sys
       return json_response(503, error_body("pool_down", message));
     case castellan_errc::io_failed:
       break;
+    // Sessions (not served over HTTP yet): what their endpoints will answer.
+    case castellan_errc::busy:
+      return json_response(429, error_body("busy", message));
+    case castellan_errc::no_such_session:
+      return json_response(404, error_body("unknown_session", message));
+    case castellan_errc::session_ended:
+      return json_response(410, error_body("session_ended", message));
     }
   }
   return json_response(500, error_body("internal", message));

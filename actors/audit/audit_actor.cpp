@@ -335,6 +335,7 @@ audit_internal_actor::behavior_type audit_impl(audit_pointer self, audit_config 
       [=](const worker_lost_event& x) { on_event(self, x); },
       [=](const policy_rejection& x) { on_event(self, x); },
       [=](const connection_record& x) { on_event(self, x); },
+      [=](const session_record& x) { on_event(self, x); },
       [=](audit_config& next) -> caf::result<audit_stats> {
         auto& s = self->state;
         if (!same_file_config(next.file, s.cfg.file)) {

@@ -32,6 +32,7 @@ using audit_actor =
     caf::typed_actor<caf::reacts_to<exec_started>, caf::reacts_to<exec_finished>,
                      caf::reacts_to<security_event>, caf::reacts_to<worker_lost_event>,
                      caf::reacts_to<policy_rejection>, caf::reacts_to<connection_record>,
+                     caf::reacts_to<session_record>,
                      // reconfigures (e.g. after a policy reload); an unopenable file is an error
                      // and leaves the previous configuration in place
                      caf::replies_to<audit_config>::with<audit_stats>,

@@ -28,6 +28,8 @@ std::string_view kind_name(audit_kind x) {
     return "connection";
   case audit_kind::drop_report:
     return "drop_report";
+  case audit_kind::session:
+    return "session";
   }
   return "policy_event";
 }
@@ -64,6 +66,7 @@ bool always_recorded(audit_kind x) {
   case audit_kind::oom:
   case audit_kind::worker_lost:
   case audit_kind::drop_report:
+  case audit_kind::session:
     return true;
   case audit_kind::exec_start:
   case audit_kind::exec_end:

@@ -28,6 +28,7 @@ enum class audit_kind : uint8_t {
   worker_lost,
   connection,
   drop_report,
+  session,
 };
 
 /// Every kind, in declaration order (for docs, tests and `--kind` validation).
@@ -44,6 +45,7 @@ inline constexpr audit_kind all_audit_kinds[] = {
     audit_kind::worker_lost,
     audit_kind::connection,
     audit_kind::drop_report,
+    audit_kind::session,
 };
 
 /// The record's `kind` text ("exec_start", "syscall_denied", …).
@@ -58,7 +60,7 @@ audit_kind security_kind(event_kind kind);
 
 /// True for the kinds recorded whatever the policy says: denials, optimistic
 /// violations, rejected policies, timeouts, OOM kills, lost workers, unknown
-/// security events and the audit's own drop reports.
+/// security events, the audit's own drop reports and sessions' lives.
 bool always_recorded(audit_kind x);
 
 /// Whether a record of kind `x` is written. `events` holds the policy's

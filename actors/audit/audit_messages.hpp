@@ -118,6 +118,25 @@ typename Inspector::result_type inspect(Inspector& f, policy_rejection& x) {
            x.timestamp_ns);
 }
 
+/// A session's life: created, ended (its worker died), reaped (idle TTL or
+/// maximum lifetime), destroyed, or refused at creation (actors/session).
+struct session_record {
+  std::string session_id;
+  std::string owner; ///< who created it (session_options::owner)
+  std::string pool;  ///< the pool whose configuration it was created from
+  std::string event; ///< "created", "create_failed", "refused", "ended", "reaped", "destroyed"
+  std::string reason;
+  int32_t worker_pid = 0; ///< its worker, in the supervisor's pid namespace (0: none)
+  uint64_t execs = 0;     ///< execs answered in it so far
+  int64_t timestamp_ns = 0; ///< CLOCK_REALTIME; 0: the audit actor stamps it
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, session_record& x) {
+  return f(caf::meta::type_name("session_record"), x.session_id, x.owner, x.pool, x.event,
+           x.reason, x.worker_pid, x.execs, x.timestamp_ns);
+}
+
 /// Converts any struct with the fields of `policy_rejected` (policy_name, path,
 /// errors, timestamp_ns) — the policy actor's message — into an audit event,
 /// so that audit does not depend on the policy actor's headers.

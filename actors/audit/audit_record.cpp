@@ -99,6 +99,10 @@ audit_kind kind_of(const connection_record&) {
   return audit_kind::connection;
 }
 
+audit_kind kind_of(const session_record&) {
+  return audit_kind::session;
+}
+
 std::string_view syscall_of(const security_event& x) {
   return x.event.syscall;
 }
@@ -199,6 +203,19 @@ audit_record encode(const connection_record& x, uint64_t seq, int64_t now_ns) {
   j["method"] = bounded(x.method);
   j["reason"] = bounded(x.reason);
   return finish(std::move(j), kind_of(x), ts, seq, x.exec_id, x.pool);
+}
+
+audit_record encode(const session_record& x, uint64_t seq, int64_t now_ns) {
+  const auto ts = stamp(x.timestamp_ns, now_ns);
+  auto j = head(kind_of(x), ts, seq);
+  j["session"] = bounded(x.session_id);
+  j["owner"] = bounded(x.owner);
+  j["pool"] = bounded(x.pool);
+  j["event"] = bounded(x.event);
+  j["reason"] = bounded(x.reason);
+  j["worker_pid"] = x.worker_pid;
+  j["execs"] = x.execs;
+  return finish(std::move(j), kind_of(x), ts, seq, 0, x.session_id);
 }
 
 audit_record encode_drop_report(std::string_view sink, uint64_t dropped, uint64_t dropped_total,

@@ -41,6 +41,7 @@ audit_kind kind_of(const security_event& x);
 audit_kind kind_of(const worker_lost_event& x);
 audit_kind kind_of(const policy_rejection& x);
 audit_kind kind_of(const connection_record& x);
+audit_kind kind_of(const session_record& x);
 std::string_view syscall_of(const security_event& x);
 std::string_view syscall_of(const connection_record& x);
 
@@ -51,6 +52,7 @@ audit_record encode(const security_event& x, uint64_t seq, int64_t now_ns);
 audit_record encode(const worker_lost_event& x, uint64_t seq, int64_t now_ns);
 audit_record encode(const policy_rejection& x, uint64_t seq, int64_t now_ns);
 audit_record encode(const connection_record& x, uint64_t seq, int64_t now_ns);
+audit_record encode(const session_record& x, uint64_t seq, int64_t now_ns);
 
 /// A `drop_report`: `sink` lost `dropped` records since its last report,
 /// `dropped_total` since the audit actor started.

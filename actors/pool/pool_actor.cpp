@@ -692,7 +692,10 @@ void complete(pool_ptr self, uint64_t id, worker_slot& slot) {
   auto& st = self->state;
   // Processes or threads the exec left behind would carry its state into
   // the next one (and hold pids): such a worker is replaced, not reused.
-  if (const auto now = slot.ch->tasks(); now && slot.idle_tasks && *now > *slot.idle_tasks) {
+  // A session's worker carries its state on purpose: what its code left
+  // running is the session's (within the cgroup's pids limit).
+  if (const auto now = slot.ch->tasks();
+      st.cfg.mode != exec_mode::session && now && slot.idle_tasks && *now > *slot.idle_tasks) {
     terminate(self, id, slot, error_class::ok, 0,
               "the exec left " + std::to_string(*now - *slot.idle_tasks) +
                 " task(s) behind (" + std::to_string(*now) + " in the cgroup, " +
@@ -991,6 +994,29 @@ void on_optimistic_violation(pool_ptr self, optimistic_violation& v) {
   terminate(self, id, it->second, error_class::policy_kill, policy_kill_exit_code, detail);
 }
 
+/// Each live worker with its cgroup's numbers (the `usage_atom` answer).
+std::vector<worker_stats> worker_usage_now(pool_ptr self) {
+  std::vector<worker_stats> out;
+  for (const auto& [id, slot] : self->state.workers) {
+    if (!slot.ch)
+      continue;
+    worker_stats w;
+    w.worker_id = id;
+    w.pid = slot.ch->pid();
+    w.state = slot.state;
+    w.execs = slot.execs;
+    if (auto u = slot.ch->cgroup_usage()) {
+      w.has_cgroup = true;
+      w.cpu_us = u->cpu_usec.value_or(0);
+      w.memory_bytes = u->memory_current_bytes.value_or(0);
+      w.memory_peak_bytes = u->memory_peak_bytes.value_or(0);
+      w.pids = u->pids_current.value_or(0);
+    }
+    out.push_back(w);
+  }
+  return out;
+}
+
 pool_status make_status(pool_ptr self) {
   auto& st = self->state;
   pool_status s;
@@ -1156,6 +1182,7 @@ pool_internal_actor::behavior_type pool_impl(pool_ptr self, pool_config base,
       return rp;
     },
     [=](status_atom) -> pool_status { return make_status(self); },
+    [=](usage_atom) -> std::vector<worker_stats> { return worker_usage_now(self); },
     [=](doorbell_atom, uint64_t id) { on_doorbell(self, id); },
     [=](exited_atom, uint64_t id) { on_exited(self, id); },
     [=](syscall_denied& d) { on_policy_event(self, d.worker_id, std::move(d.event)); },

@@ -42,6 +42,8 @@ using pool_actor = caf::typed_actor<
   caf::replies_to<exec_atom, exec_request>::with<exec_result>,
   // Occupancy and counters.
   caf::replies_to<status_atom>::with<pool_status>,
+  // Each live worker and its cgroup's accounting now.
+  caf::replies_to<usage_atom>::with<std::vector<worker_stats>>,
   // Cancels exec `exec_id`: kills its worker if it runs, drops it if it is
   // queued; a no-op answer for one that finished or is unknown.
   caf::replies_to<cancel_atom, uint64_t>::with<cancel_reply>,

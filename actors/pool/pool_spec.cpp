@@ -7,7 +7,15 @@
 namespace castellan {
 
 const char* to_string(exec_mode m) noexcept {
-  return m == exec_mode::isolated ? "isolated" : "shared";
+  switch (m) {
+    case exec_mode::isolated:
+      return "isolated";
+    case exec_mode::shared:
+      return "shared";
+    case exec_mode::session:
+      break;
+  }
+  return "session";
 }
 
 bool from_string(std::string_view text, exec_mode& out) noexcept {
@@ -38,7 +46,8 @@ caf::error from_wire_form(const policy_wire_form& wire,
 }
 
 caf::error check_received_pool_spec(const pool_spec& x) {
-  if (x.mode != exec_mode::isolated && x.mode != exec_mode::shared)
+  if (x.mode != exec_mode::isolated && x.mode != exec_mode::shared &&
+      x.mode != exec_mode::session)
     return make_error(castellan_errc::invalid_request,
                       "pool spec " + x.name + ": unknown exec mode " +
                           std::to_string(static_cast<unsigned>(x.mode)));

@@ -21,8 +21,8 @@
 
 namespace castellan {
 
-/// How a pool's workers run each exec (both stateless: sessions that keep
-/// state on purpose are another feature).
+/// How a pool's workers run each exec: isolated and shared are stateless;
+/// session keeps state on purpose, for the one pool of a session.
 enum class exec_mode : uint8_t {
   isolated, ///< the default: a warm, pre-imported zygote forks a fresh child per
             ///< exec, in a Landlock domain of its own, and puts /tmp, /dev/shm and
@@ -30,11 +30,15 @@ enum class exec_mode : uint8_t {
   shared,   ///< the warm interpreter itself runs each exec in a fresh globals
             ///< namespace: fastest, but execs share the interpreter's state, so
             ///< only for a pool whose requesters are one trust domain
+  session,  ///< a session's worker (actors/session): every exec in the same
+            ///< __main__, the environment and cwd as the last exec left them;
+            ///< a worker that leaves threads or processes running is kept
 };
 
-/// "isolated" / "shared".
+/// "isolated" / "shared" / "session".
 const char* to_string(exec_mode m) noexcept;
-/// Parses "isolated" / "shared"; false if neither.
+/// Parses "isolated" / "shared"; false if neither (a session's mode is set
+/// by the session, never read from a configuration).
 bool from_string(std::string_view text, exec_mode& out) noexcept;
 
 /// How a pool is set up, as data. The defaults are what `castellan exec` uses.

@@ -175,9 +175,17 @@ std::vector<std::string> worker_environment() {
 
 /// The worker's `--mode`: the harness names its mechanisms (an isolated pool's
 /// execs run in children of a zygote it forks, a shared pool's in the
-/// interpreter itself).
+/// interpreter itself, a session's there too, in one __main__).
 const char* harness_mode_for(exec_mode mode) noexcept {
-  return mode == exec_mode::isolated ? "fork" : "reuse";
+  switch (mode) {
+    case exec_mode::isolated:
+      return "fork";
+    case exec_mode::shared:
+      return "reuse";
+    case exec_mode::session:
+      break;
+  }
+  return "session";
 }
 
 } // namespace
@@ -460,6 +468,15 @@ resource_usage pool_worker::exec_usage() const noexcept {
 
 std::optional<uint64_t> pool_worker::tasks() const noexcept {
   return read_cgroup_value(pids_fd_.get(), nullptr);
+}
+
+std::optional<platform::cgroup_usage> pool_worker::cgroup_usage() const {
+  if (!cgroup_)
+    return std::nullopt;
+  auto u = cgroup_->usage();
+  if (!u)
+    return std::nullopt;
+  return std::move(*u);
 }
 
 bool pool_worker::oom_killed() const noexcept {

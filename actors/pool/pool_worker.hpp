@@ -98,6 +98,10 @@ public:
   /// after each exec: more means the exec left something running.
   std::optional<uint64_t> tasks() const noexcept;
 
+  /// The cgroup's accounting now (platform::worker_cgroup::usage); nullopt
+  /// without a cgroup or when it cannot be read.
+  std::optional<platform::cgroup_usage> cgroup_usage() const;
+
   /// SIGKILL to every process of the worker (platform/linux/worker_kill.hpp:
   /// its cgroup, its pid namespace's init, its process group). Does not wait:
   /// the pidfd reports the exit.

@@ -12,6 +12,7 @@
 
 #include "actors/pool/policy_tightening.hpp"
 #include "actors/pool/pool_policy.hpp"
+#include "actors/session/session_admission.hpp"
 #include "actors/telemetry/metric_names.hpp"
 
 namespace castellan {
@@ -53,6 +54,12 @@ struct routed_exec {
   caf::typed_response_promise<exec_result> answer;
 };
 
+/// A session the supervisor created and has not seen go.
+struct session_entry {
+  session_actor handle;
+  session_info info;
+};
+
 struct supervisor_state {
   static inline const char* name = "castellan.supervisor";
 
@@ -79,6 +86,10 @@ struct supervisor_state {
   std::deque<uint64_t> finished_order;
   /// Pools a reconfigure took out of `pools`, by pool_entry::instance.
   std::map<uint64_t, retiring_pool> retiring;
+  // -- sessions -------------------------------------------------------------------
+  session_limits session_cfg;
+  /// Every session that exists (created, or still starting), by id.
+  std::map<std::string, session_entry> sessions;
   bool shutting_down = false;
 };
 
@@ -131,6 +142,12 @@ void answer_lost(supervisor_ptr self, uint64_t instance, const std::string& pool
 
 void on_down(supervisor_ptr self, const caf::down_msg& msg) {
   auto& st = self->state;
+  for (auto it = st.sessions.begin(); it != st.sessions.end(); ++it)
+    if (it->second.handle.address() == msg.source) {
+      // Destroyed, reaped, or failed to start: it no longer counts.
+      st.sessions.erase(it);
+      return;
+    }
   auto& subs = st.subscribers;
   const bool had = !subs.empty();
   subs.erase(std::remove_if(subs.begin(), subs.end(),
@@ -179,6 +196,78 @@ void on_down(supervisor_ptr self, const caf::down_msg& msg) {
     answer_lost(self, instance, crashed, msg.reason);
     return;
   }
+}
+
+caf::error no_session(const std::string& id) {
+  return make_error(castellan_errc::no_such_session, "no session '" + id + "'");
+}
+
+void audit_refused_session(supervisor_ptr self, const session_options& opts,
+                           const std::string& pool, const std::string& reason) {
+  if (!self->state.audit)
+    return;
+  session_record rec;
+  rec.owner = opts.owner;
+  rec.pool = pool;
+  rec.event = "refused";
+  rec.reason = reason;
+  self->send(self->state.audit, std::move(rec));
+}
+
+/// Checks the limits, spawns the session from its pool's configuration and
+/// answers once its worker is ready (or why it is not).
+caf::result<session_info> create_session(supervisor_ptr self, session_options opts) {
+  auto& s = self->state;
+  if (s.shutting_down)
+    return make_error(castellan_errc::shutting_down, "session: the supervisor is stopping");
+  const std::string name = opts.pool.empty() ? s.order.front() : opts.pool;
+  auto pool = s.pools.find(name);
+  if (pool == s.pools.end() || pool->second.for_policy)
+    return make_error(castellan_errc::no_such_pool,
+                      "session: no configured pool named '" + name + "'");
+  std::size_t of_owner = 0;
+  for (const auto& [id, session] : s.sessions)
+    of_owner += session.info.owner == opts.owner ? 1u : 0u;
+  session_info info;
+  session_refusal why;
+  if (!admit_session(s.session_cfg, opts, s.sessions.size(), of_owner, info, why)) {
+    audit_refused_session(self, opts, name, why.reason);
+    return make_error(why.busy ? castellan_errc::busy : castellan_errc::invalid_request,
+                      "session: " + why.reason);
+  }
+  do
+    info.id = new_session_id();
+  while (s.sessions.count(info.id) != 0);
+  info.pool = name;
+  info.created_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                      std::chrono::system_clock::now().time_since_epoch())
+                      .count();
+  session_config sc;
+  sc.info = info;
+  sc.worker = session_worker_config(pool->second.cfg, info);
+  sc.audit = s.audit;
+  auto handle = spawn_session(self->system(), std::move(sc));
+  if (!handle) {
+    audit_refused_session(self, opts, name, handle.error().describe());
+    return make_error(castellan_errc::spawn_failed, handle.error());
+  }
+  s.sessions.emplace(info.id, session_entry{*handle, info});
+  self->monitor(*handle);
+  auto rp = self->make_response_promise<session_info>();
+  const std::string id = info.id;
+  self->request(*handle, std::chrono::milliseconds(s.session_cfg.create_timeout_ms),
+                ready_atom::value)
+    .then([=](session_info& ready) mutable { rp.deliver(std::move(ready)); },
+          [=](caf::error& err) mutable {
+            // Not created after all: it goes, and stops counting.
+            auto& s2 = self->state;
+            if (auto it = s2.sessions.find(id); it != s2.sessions.end()) {
+              caf::anon_send(it->second.handle, destroy_atom::value);
+              s2.sessions.erase(it);
+            }
+            rp.deliver(std::move(err));
+          });
+  return rp;
 }
 
 /// How many answered exec ids the supervisor remembers for cancel answers.
@@ -591,6 +680,7 @@ supervisor_internal_actor::behavior_type supervisor_impl(supervisor_ptr self, su
       policy_pool_template(applied ? *applied : cfg.pools.front(), st.policy_cfg);
   }
   st.policy_cache = std::make_unique<request_policy_cache>(st.policy_cfg.cache_size);
+  st.session_cfg = cfg.sessions;
   for (auto& pc : cfg.pools) {
     st.order.push_back(pc.name);
     auto& entry = st.pools[pc.name];
@@ -765,6 +855,10 @@ supervisor_internal_actor::behavior_type supervisor_impl(supervisor_ptr self, su
     [=](shutdown_atom) {
       auto& s = self->state;
       s.shutting_down = true;
+      // A session's pool is stopped as the session goes.
+      for (auto& [id, session] : s.sessions)
+        self->send_exit(session.handle, caf::exit_reason::user_shutdown);
+      s.sessions.clear();
       for (auto& [name, entry] : s.pools)
         if (entry.handle)
           self->send(entry.handle, shutdown_atom::value);
@@ -851,6 +945,43 @@ supervisor_internal_actor::behavior_type supervisor_impl(supervisor_ptr self, su
               finish();
             });
       return rp;
+    },
+    [=](session_create_atom, session_options& opts) -> caf::result<session_info> {
+      return create_session(self, std::move(opts));
+    },
+    [=](session_get_atom, const std::string& id) -> caf::result<session_actor> {
+      auto it = self->state.sessions.find(id);
+      if (it == self->state.sessions.end())
+        return no_session(id);
+      return it->second.handle;
+    },
+    [=](session_list_atom) -> std::vector<session_info> {
+      std::vector<session_info> out;
+      for (const auto& [id, session] : self->state.sessions)
+        out.push_back(session.info);
+      return out;
+    },
+    [=](exec_atom, const std::string& id, exec_request& req) -> caf::result<exec_result> {
+      auto it = self->state.sessions.find(id);
+      if (it == self->state.sessions.end())
+        return no_session(id);
+      return self->delegate(it->second.handle, exec_atom::value, std::move(req));
+    },
+    [=](status_atom, const std::string& id) -> caf::result<session_stats> {
+      auto it = self->state.sessions.find(id);
+      if (it == self->state.sessions.end())
+        return no_session(id);
+      return self->delegate(it->second.handle, status_atom::value);
+    },
+    [=](destroy_atom, const std::string& id) -> caf::result<session_stats> {
+      auto& s = self->state;
+      auto it = s.sessions.find(id);
+      if (it == s.sessions.end())
+        return no_session(id);
+      // It stops counting now: a create right after the answer must fit.
+      auto handle = it->second.handle;
+      s.sessions.erase(it);
+      return self->delegate(handle, destroy_atom::value);
     },
     [=](pool_idle_atom, const std::string& name, uint64_t generation) {
       auto& s = self->state;

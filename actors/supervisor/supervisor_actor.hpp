@@ -17,6 +17,8 @@
 #include "actors/audit/audit_actor.hpp"
 #include "actors/pool/pool_actor.hpp"
 #include "actors/proxy/proxy_actor.hpp"
+#include "actors/session/session_actor.hpp"
+#include "actors/session/session_limits.hpp"
 #include "actors/supervisor/request_policy.hpp"
 #include "actors/telemetry/telemetry_actor.hpp"
 #include "ipc/outcome.hpp"
@@ -61,7 +63,23 @@ using supervisor_actor = caf::typed_actor<
   // and leaves the pools as they were. A pool that names a policy of the
   // policy directory can be kept, not added or changed.
   caf::replies_to<reconfigure_atom, std::vector<pool_config>>::with<pools_change>,
-  // Stop every pool, flush the audit log and quit.
+  // -- sessions (actors/session, docs/sessions.md) ------------------------------
+  // Creates a session from the configuration of the pool options.pool names
+  // (the default pool when empty; not a request policy's pool) and answers
+  // once its worker is ready. `busy` (castellan_errc::busy) when
+  // sessions.max_sessions exist, or the owner holds sessions.max_per_owner.
+  caf::replies_to<session_create_atom, session_options>::with<session_info>,
+  // The session of that id (`no_such_session` when there is none).
+  caf::replies_to<session_get_atom, std::string>::with<session_actor>,
+  // Every session, in the order of their ids.
+  caf::replies_to<session_list_atom>::with<std::vector<session_info>>,
+  // The same as sending these to the session of that id (for the API).
+  caf::replies_to<exec_atom, std::string, exec_request>::with<exec_result>,
+  caf::replies_to<status_atom, std::string>::with<session_stats>,
+  // Destroys the session: its worker and cgroup are gone when this answers,
+  // and it no longer counts against the limits.
+  caf::replies_to<destroy_atom, std::string>::with<session_stats>,
+  // Stop every pool and session, flush the audit log and quit.
   caf::reacts_to<shutdown_atom>>;
 
 /// The supervisor's whole interface: the public one plus what its pools and
@@ -95,6 +113,8 @@ struct supervisor_config {
   /// follows its reloads (with `watch`, as the files change). Without it, no
   /// pool may name a policy.
   std::optional<policy_config> policies;
+  /// How many sessions may exist, and for how long.
+  session_limits sessions;
 };
 
 /// Checks the configuration (and each pool's files) and spawns the supervisor

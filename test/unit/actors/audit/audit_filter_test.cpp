@@ -20,7 +20,8 @@ BOOST_AUTO_TEST_CASE(always_on_kinds_are_recorded_even_when_disabled) {
   const std::set<std::string> none;
   for (auto k : {audit_kind::syscall_denied, audit_kind::optimistic_violation,
                  audit_kind::policy_event, audit_kind::policy_rejected, audit_kind::timeout,
-                 audit_kind::oom, audit_kind::worker_lost, audit_kind::drop_report}) {
+                 audit_kind::oom, audit_kind::worker_lost, audit_kind::drop_report,
+                 audit_kind::session}) {
     BOOST_TEST(always_recorded(k), kind_name(k));
     BOOST_TEST(should_record(false, none, k), kind_name(k));
   }

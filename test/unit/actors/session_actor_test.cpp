@@ -1,0 +1,475 @@
+#include <boost/test/unit_test.hpp>
+
+#include <chrono>
+#include <fstream>
+#include <set>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <nlohmann/json.hpp>
+
+#include "actors/errors.hpp"
+#include "support/actor_system_fixture.hpp"
+#include "support/temp_dir.hpp"
+
+using namespace castellan;
+using namespace std::chrono_literals;
+
+namespace {
+
+struct session_fixture : test::actor_system_fixture {
+  supervisor_actor start(session_limits limits = {}, std::optional<audit_config> audit = {}) {
+    supervisor_config sc;
+    auto pc = test_pool(1);
+    pc.mode = exec_mode::shared;
+    sc.pools = {pc};
+    sc.sessions = limits;
+    sc.audit = std::move(audit);
+    auto sup = spawn_supervisor(sys, sc);
+    BOOST_REQUIRE_MESSAGE(sup, (sup ? "" : sup.error().describe()));
+    handle = *sup;
+    return handle;
+  }
+
+  ~session_fixture() {
+    if (handle)
+      caf::anon_send(handle, shutdown_atom::value);
+  }
+
+  /// Creates a session, or the error the supervisor answered.
+  caf::expected<session_info> try_create(session_options opts) {
+    caf::expected<session_info> out{caf::error{}};
+    self->request(handle, 60s, session_create_atom::value, std::move(opts))
+      .receive([&](session_info& info) { out = std::move(info); },
+               [&](caf::error& err) { out = std::move(err); });
+    return out;
+  }
+
+  session_info create(session_options opts = {}) {
+    auto info = try_create(std::move(opts));
+    BOOST_REQUIRE_MESSAGE(info, (info ? "" : describe(info.error(), sys)));
+    BOOST_REQUIRE(info->id.rfind("s-", 0) == 0u);
+    return *info;
+  }
+
+  /// An exec in session `id` through the supervisor, or its error.
+  caf::expected<exec_result> try_exec(const std::string& id, exec_request req) {
+    caf::expected<exec_result> out{caf::error{}};
+    self->request(handle, 60s, exec_atom::value, id, std::move(req))
+      .receive([&](exec_result& r) { out = std::move(r); },
+               [&](caf::error& err) { out = std::move(err); });
+    return out;
+  }
+
+  exec_result run_code(const std::string& id, std::string code) {
+    exec_request req;
+    req.code = std::move(code);
+    auto r = try_exec(id, std::move(req));
+    BOOST_REQUIRE_MESSAGE(r, (r ? "" : describe(r.error(), sys)));
+    return *r;
+  }
+
+  session_stats stats(const std::string& id) {
+    session_stats out;
+    bool got = false;
+    self->request(handle, 30s, status_atom::value, id)
+      .receive(
+        [&](session_stats& s) {
+          out = std::move(s);
+          got = true;
+        },
+        [&](caf::error& err) { BOOST_FAIL("stats: " << describe(err, sys)); });
+    BOOST_REQUIRE(got);
+    return out;
+  }
+
+  session_stats destroy(const std::string& id) {
+    session_stats out;
+    bool got = false;
+    self->request(handle, 30s, destroy_atom::value, id)
+      .receive(
+        [&](session_stats& s) {
+          out = std::move(s);
+          got = true;
+        },
+        [&](caf::error& err) { BOOST_FAIL("destroy: " << describe(err, sys)); });
+    BOOST_REQUIRE(got);
+    return out;
+  }
+
+  std::vector<session_info> list() {
+    std::vector<session_info> out;
+    self->request(handle, 30s, session_list_atom::value)
+      .receive([&](std::vector<session_info>& xs) { out = std::move(xs); },
+               [&](caf::error& err) { BOOST_FAIL("list: " << describe(err, sys)); });
+    return out;
+  }
+
+  bool listed(const std::string& id) {
+    for (const auto& s : list())
+      if (s.id == id)
+        return true;
+    return false;
+  }
+
+  castellan_errc code_of(const caf::error& err) {
+    BOOST_REQUIRE(err.category() == caf::detail::error_factory<castellan_errc>::category);
+    return static_cast<castellan_errc>(err.code());
+  }
+
+  supervisor_actor handle;
+};
+
+/// The cgroup directories of process `pid`, from /proc/PID/cgroup and the
+/// mounts under /sys/fs/cgroup (v1: one per controller; v2: the unified one).
+std::vector<std::string> cgroup_dirs_of(pid_t pid) {
+  std::vector<std::string> out;
+  std::ifstream in("/proc/" + std::to_string(pid) + "/cgroup");
+  for (std::string line; std::getline(in, line);) {
+    const auto a = line.find(':');
+    const auto b = line.find(':', a + 1);
+    if (a == std::string::npos || b == std::string::npos)
+      continue;
+    std::string controllers = line.substr(a + 1, b - a - 1);
+    const std::string path = line.substr(b + 1);
+    if (path == "/" || controllers.empty() || controllers.rfind("name=", 0) == 0)
+      continue;
+    // "cpu,cpuacct" is mounted at /sys/fs/cgroup/cpu,cpuacct.
+    const std::string dir = "/sys/fs/cgroup/" + controllers + path;
+    struct stat st {};
+    if (::stat(dir.c_str(), &st) == 0 && S_ISDIR(st.st_mode))
+      out.push_back(dir);
+  }
+  return out;
+}
+
+bool dir_exists(const std::string& path) {
+  struct stat st {};
+  return ::stat(path.c_str(), &st) == 0;
+}
+
+std::vector<nlohmann::json> session_records(const std::string& log, const std::string& id) {
+  std::vector<nlohmann::json> out;
+  std::ifstream in(log);
+  for (std::string line; std::getline(in, line);) {
+    auto j = nlohmann::json::parse(line, nullptr, false);
+    if (j.is_object() && j.value("kind", "") == "session" && j.value("session", "") == id)
+      out.push_back(j);
+  }
+  return out;
+}
+
+} // namespace
+
+BOOST_FIXTURE_TEST_SUITE(session_tests, session_fixture)
+
+BOOST_AUTO_TEST_CASE(state_persists_across_execs_and_not_across_sessions) {
+  start();
+  auto a = create();
+  auto b = create();
+  BOOST_TEST(a.id != b.id);
+  auto def = run_code(a.id, "def twice(x):\n    return 2 * x\ny = 21\n");
+  BOOST_TEST(def.exit_code == 0);
+  auto use = run_code(a.id, "print(twice(y))");
+  BOOST_TEST((use.error == error_class::ok));
+  BOOST_TEST(use.stdout_data == "42\n");
+  // The other session has none of it.
+  auto other = run_code(b.id, "print('twice' in globals(), 'y' in globals())");
+  BOOST_TEST(other.stdout_data == "False False\n");
+  auto raises = run_code(b.id, "twice(1)");
+  BOOST_TEST((raises.error == error_class::exception));
+  BOOST_TEST(raises.exception.type == "NameError");
+  // Still there after an exception in the first one.
+  run_code(a.id, "raise ValueError('x')");
+  BOOST_TEST(run_code(a.id, "print(y)").stdout_data == "21\n");
+  // Straight to the session's handle, the same state.
+  session_actor direct;
+  self->request(handle, 10s, session_get_atom::value, a.id)
+    .receive([&](session_actor& s) { direct = s; },
+             [&](caf::error& err) { BOOST_FAIL("get: " << describe(err, sys)); });
+  BOOST_REQUIRE(direct);
+  exec_request req;
+  req.code = "y += 1\nprint(twice(y))";
+  BOOST_TEST(exec(direct, req).stdout_data == "44\n");
+}
+
+BOOST_AUTO_TEST_CASE(cwd_env_and_files_persist_and_commands_see_them) {
+  start();
+  auto s = create();
+  auto first = run_code(s.id, "import os\n"
+                              "os.makedirs('/tmp/work', exist_ok=True)\n"
+                              "os.chdir('/tmp/work')\n"
+                              "os.environ['GREETING'] = 'hello'\n"
+                              "open('/tmp/note.txt', 'w').write('from python\\n')\n");
+  BOOST_REQUIRE(first.exit_code == 0);
+  auto second = run_code(s.id, "import os\nprint(os.getcwd(), os.environ.get('GREETING'))");
+  BOOST_TEST(second.stdout_data == "/tmp/work hello\n");
+  // A command runs in the same root, in that cwd, with that environment.
+  exec_request cmd;
+  cmd.argv = {"/bin/sh", "-c", "pwd; echo \"$GREETING\"; cat /tmp/note.txt"};
+  auto ran = try_exec(s.id, cmd);
+  BOOST_REQUIRE_MESSAGE(ran, (ran ? "" : describe(ran.error(), sys)));
+  BOOST_TEST(ran->exit_code == 0);
+  BOOST_TEST(ran->stdout_data == "/tmp/work\nhello\nfrom python\n");
+  // What the command wrote, the next exec reads.
+  cmd.argv = {"/bin/sh", "-c", "echo from sh > /tmp/work/sh.txt"};
+  BOOST_REQUIRE(try_exec(s.id, cmd));
+  BOOST_TEST(run_code(s.id, "print(open('sh.txt').read(), end='')").stdout_data == "from sh\n");
+  // A request's own variables and cwd are applied and kept like the code's.
+  exec_request with_env;
+  with_env.code = "import os\nprint(os.environ['MODE'], os.getcwd())";
+  with_env.env = {"MODE=fast"};
+  with_env.cwd = "/tmp";
+  BOOST_TEST(try_exec(s.id, with_env)->stdout_data == "fast /tmp\n");
+  BOOST_TEST(run_code(s.id, "import os\nprint(os.environ.get('MODE'), os.getcwd())").stdout_data ==
+             "fast /tmp\n");
+}
+
+BOOST_AUTO_TEST_CASE(output_streams_to_the_sink_as_for_pools) {
+  start();
+  auto s = create();
+  exec_request req;
+  req.code = "print('one')\nprint('two')";
+  req.output_sink = caf::actor_cast<caf::actor>(self);
+  auto r = try_exec(s.id, req);
+  BOOST_REQUIRE(r);
+  BOOST_TEST(r->stdout_data == "one\ntwo\n");
+  std::string streamed;
+  for (bool more = true; more;)
+    self->receive([&](exec_output_atom, exec_output& piece) { streamed += piece.data; },
+                  caf::after(0s) >> [&] { more = false; });
+  BOOST_TEST(streamed == "one\ntwo\n");
+}
+
+BOOST_AUTO_TEST_CASE(stats_come_from_the_cgroup_and_destroy_frees_it) {
+  start();
+  auto s = create();
+  run_code(s.id, "data = bytearray(8 << 20)\nsum(range(200000))");
+  auto st = stats(s.id);
+  BOOST_TEST(st.info.id == s.id);
+  BOOST_TEST((st.state == session_state::ready));
+  BOOST_TEST(st.execs == 1u);
+  BOOST_REQUIRE(st.worker.pid > 0);
+  BOOST_REQUIRE(st.worker.has_cgroup);
+  BOOST_TEST(st.worker.memory_bytes >= (8u << 20));
+  BOOST_TEST(st.worker.pids >= 2u); // castellan-worker and the interpreter
+  BOOST_TEST(st.worker.cpu_us > 0u);
+  const pid_t pid = st.worker.pid;
+  const auto dirs = cgroup_dirs_of(pid);
+  BOOST_REQUIRE(!dirs.empty());
+  auto last = destroy(s.id);
+  BOOST_TEST(last.info.id == s.id);
+  BOOST_TEST(last.end_reason == "destroyed by its client");
+  // Gone when destroy answered: the process (reaped, so not even a zombie)
+  // and every cgroup directory it had.
+  BOOST_TEST(::kill(pid, 0) == -1);
+  for (const auto& d : dirs)
+    BOOST_TEST(!dir_exists(d), d);
+  BOOST_TEST(!listed(s.id));
+  auto after = try_exec(s.id, exec_request{});
+  BOOST_REQUIRE(!after);
+  BOOST_TEST((code_of(after.error()) == castellan_errc::no_such_session));
+}
+
+BOOST_AUTO_TEST_CASE(the_reaper_ends_an_idle_session_and_audits_it) {
+  const std::string log = "/tmp/castellan-session-audit-" + std::to_string(::getpid()) + ".jsonl";
+  ::unlink(log.c_str());
+  audit_config audit;
+  audit.file.path = log;
+  audit.file.fsync = fsync_policy::every_record;
+  start({}, audit);
+  session_options opts;
+  opts.owner = "alice";
+  opts.idle_ttl_ms = 600000;
+  auto busy = create(opts);
+  opts.idle_ttl_ms = 300;
+  auto idle = create(opts);
+  BOOST_TEST(idle.idle_ttl_ms == 300u);
+  // No timing assertion: wait (bounded) until the reaper took it.
+  for (int i = 0; i < 600 && listed(idle.id); ++i)
+    std::this_thread::sleep_for(50ms);
+  BOOST_REQUIRE(!listed(idle.id));
+  BOOST_TEST(listed(busy.id)); // the other one, with a long TTL, stays
+  auto gone = try_exec(idle.id, exec_request{});
+  BOOST_REQUIRE(!gone);
+  BOOST_TEST((code_of(gone.error()) == castellan_errc::no_such_session));
+  self->request(handle, 30s, audit_flush_atom::value)
+    .receive([](audit_stats&) {}, [](caf::error&) { BOOST_FAIL("audit flush failed"); });
+  auto records = session_records(log, idle.id);
+  std::set<std::string> events;
+  for (const auto& r : records) {
+    events.insert(r.value("event", ""));
+    BOOST_TEST(r.value("owner", "") == "alice");
+    BOOST_TEST(r.value("pool", "") == "default");
+  }
+  BOOST_TEST(events.count("created") == 1u);
+  BOOST_TEST(events.count("reaped") == 1u);
+  for (const auto& r : records)
+    if (r.value("event", "") == "reaped")
+      BOOST_TEST(r.value("reason", "").find("idle TTL 300 ms") != std::string::npos);
+  ::unlink(log.c_str());
+}
+
+BOOST_AUTO_TEST_CASE(the_maximum_lifetime_ends_a_session_in_use) {
+  start();
+  session_options opts;
+  opts.max_lifetime_ms = 500;
+  auto s = create(opts);
+  // Busy the whole time: the lifetime, not the idle TTL, ends it.
+  const auto give_up = std::chrono::steady_clock::now() + 60s;
+  while (listed(s.id) && std::chrono::steady_clock::now() < give_up) {
+    exec_request req;
+    req.code = "import time\ntime.sleep(0.02)";
+    (void)try_exec(s.id, req);
+  }
+  BOOST_TEST(!listed(s.id));
+}
+
+BOOST_AUTO_TEST_CASE(limits_answer_busy) {
+  session_limits limits;
+  limits.max_sessions = 2;
+  limits.max_per_owner = 1;
+  start(limits);
+  session_options a;
+  a.owner = "a";
+  session_options b;
+  b.owner = "b";
+  session_options c;
+  c.owner = "c";
+  auto first = create(a);
+  auto again = try_create(a);
+  BOOST_REQUIRE(!again);
+  BOOST_TEST((code_of(again.error()) == castellan_errc::busy));
+  BOOST_TEST(describe(again.error(), sys).find("maximum per owner (1)") != std::string::npos);
+  create(b);
+  auto third = try_create(c);
+  BOOST_REQUIRE(!third);
+  BOOST_TEST((code_of(third.error()) == castellan_errc::busy));
+  BOOST_TEST(describe(third.error(), sys).find("the maximum (2)") != std::string::npos);
+  destroy(first.id);
+  create(c); // room again
+  // A TTL above the maximum is refused, not cut.
+  session_options greedy;
+  greedy.owner = "d";
+  greedy.idle_ttl_ms = limits.max_idle_ttl_ms + 1;
+  destroy(list().front().id);
+  auto refused = try_create(greedy);
+  BOOST_REQUIRE(!refused);
+  BOOST_TEST((code_of(refused.error()) == castellan_errc::invalid_request));
+}
+
+BOOST_AUTO_TEST_CASE(a_timeout_ends_the_session_clearly) {
+  start();
+  auto s = create();
+  run_code(s.id, "state = 'kept'");
+  exec_request spin;
+  spin.code = "while True:\n    pass";
+  spin.timeout_ms = 300;
+  auto r = try_exec(s.id, spin);
+  BOOST_REQUIRE(r);
+  BOOST_TEST((r->error == error_class::timeout));
+  BOOST_TEST(r->exit_code == 124);
+  BOOST_TEST(r->detail.find("session " + s.id + " ended with its worker") != std::string::npos,
+             r->detail);
+  // From then on: session_ended, with the reason, until it is destroyed.
+  auto next = try_exec(s.id, exec_request{});
+  BOOST_REQUIRE(!next);
+  BOOST_TEST((code_of(next.error()) == castellan_errc::session_ended));
+  BOOST_TEST(describe(next.error(), sys).find("timeout") != std::string::npos);
+  auto st = stats(s.id);
+  BOOST_TEST((st.state == session_state::ended));
+  BOOST_TEST(st.worker.pid == 0);
+  BOOST_TEST(st.end_reason.find("killed by exec") != std::string::npos);
+  BOOST_TEST(listed(s.id)); // it still counts until destroyed (or reaped)
+  destroy(s.id);
+  BOOST_TEST(!listed(s.id));
+}
+
+BOOST_AUTO_TEST_CASE(a_worker_killed_while_idle_ends_the_session) {
+  start();
+  auto s = create();
+  run_code(s.id, "kept = True");
+  const pid_t pid = stats(s.id).worker.pid;
+  BOOST_REQUIRE(pid > 0);
+  BOOST_REQUIRE(::kill(pid, SIGKILL) == 0);
+  // Bounded wait for the session to learn it (no timing assertion).
+  for (int i = 0; i < 600 && stats(s.id).state != session_state::ended; ++i)
+    std::this_thread::sleep_for(50ms);
+  auto st = stats(s.id);
+  BOOST_TEST((st.state == session_state::ended));
+  BOOST_TEST(st.end_reason.find("its worker stopped") != std::string::npos, st.end_reason);
+  auto next = try_exec(s.id, exec_request{});
+  BOOST_REQUIRE(!next);
+  BOOST_TEST((code_of(next.error()) == castellan_errc::session_ended));
+}
+
+BOOST_AUTO_TEST_CASE(a_request_policy_is_refused) {
+  start();
+  auto s = create();
+  exec_request req;
+  req.code = "print(1)";
+  req.policy = R"({"version": 1})";
+  auto r = try_exec(s.id, req);
+  BOOST_REQUIRE(!r);
+  BOOST_TEST((code_of(r.error()) == castellan_errc::invalid_request));
+  BOOST_TEST(run_code(s.id, "print(2)").stdout_data == "2\n");
+}
+
+BOOST_AUTO_TEST_CASE(a_thread_left_running_keeps_the_worker) {
+  start();
+  auto s = create();
+  run_code(s.id, "import threading, time\n"
+                 "ticks = []\n"
+                 "t = threading.Thread(target=lambda: [ticks.append(1) or time.sleep(0.01) "
+                 "for _ in range(10**6)], daemon=True)\n"
+                 "t.start()");
+  // A stateless pool would replace this worker; a session keeps it.
+  auto r = run_code(s.id, "print(t.is_alive(), len(ticks) > 0)");
+  BOOST_TEST(r.stdout_data == "True True\n");
+}
+
+BOOST_AUTO_TEST_CASE(the_workspace_is_bound_writable_at_slash_workspace) {
+  start();
+  test::temp_dir ws;
+  const std::string ws_path = ws.path.string();
+  BOOST_REQUIRE(::chmod(ws_path.c_str(), 0777) == 0);
+  session_options opts;
+  opts.workspace = ws_path;
+  auto s = create(opts);
+  BOOST_TEST(s.workspace == ws_path);
+  auto r = run_code(s.id, "import os\n"
+                          "print(os.getcwd())\n"
+                          "open('/workspace/result.txt', 'w').write('written inside')\n");
+  BOOST_TEST(r.exit_code == 0, r.stderr_data);
+  BOOST_TEST(r.stdout_data == "/workspace\n");
+  std::ifstream in(ws_path + "/result.txt");
+  std::stringstream got;
+  got << in.rdbuf();
+  BOOST_TEST(got.str() == "written inside");
+  destroy(s.id);
+  // The workspace outlives the session.
+  BOOST_TEST(dir_exists(ws_path + "/result.txt"));
+}
+
+BOOST_AUTO_TEST_CASE(a_missing_pool_or_a_relative_workspace_is_refused) {
+  start();
+  session_options opts;
+  opts.pool = "nope";
+  auto r = try_create(opts);
+  BOOST_REQUIRE(!r);
+  BOOST_TEST((code_of(r.error()) == castellan_errc::no_such_pool));
+  opts.pool.clear();
+  opts.workspace = "relative/dir";
+  r = try_create(opts);
+  BOOST_REQUIRE(!r);
+  BOOST_TEST((code_of(r.error()) == castellan_errc::invalid_request));
+  BOOST_TEST(list().empty());
+}
+
+BOOST_AUTO_TEST_SUITE_END()
