@@ -157,7 +157,8 @@ def _light_site():
 _HARNESS_MODULES = ("castellan_runtime.py", "castellan_plumbing.py", "castellan_denials.py",
                     "castellan_shared_mode.py", "castellan_command_mode.py",
                     "castellan_fork_mode.py", "castellan_zygote.py", "castellan_wire.py",
-                    "castellan_tighten.py", "castellan_setup.py", "castellan_files.py")
+                    "castellan_tighten.py", "castellan_setup.py", "castellan_files.py",
+                    "castellan_session_mode.py")
 _DIR = os.path.dirname(__file__)
 
 #: Frames from these files are the harness's, never shown in a traceback, and
