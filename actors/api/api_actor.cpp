@@ -11,6 +11,7 @@
 #include "actors/api/api_error.hpp"
 #include "actors/api/api_json.hpp"
 #include "actors/api/policy_routes.hpp"
+#include "actors/api/session_routes.hpp"
 #include "actors/api/output_events.hpp"
 #include "actors/errors.hpp"
 
@@ -28,8 +29,9 @@ http_response json_response(unsigned status, std::string body) {
   return r;
 }
 
-/// A supervisor's refusal as an HTTP error.
-http_response error_response(const caf::error& err, const caf::actor_system& sys) {
+} // namespace
+
+http_response supervisor_error(const caf::error& err, const caf::actor_system& sys) {
   const std::string message = describe(err, sys);
   if (err.category() == caf::detail::error_factory<castellan_errc>::category) {
     switch (static_cast<castellan_errc>(err.code())) {
@@ -47,11 +49,12 @@ http_response error_response(const caf::error& err, const caf::actor_system& sys
       return json_response(503, error_body("pool_down", message));
     case castellan_errc::io_failed:
       break;
-    // Sessions (not served over HTTP yet): what their endpoints will answer.
+    // Only sessions answer these (the session limits; a session that is
+    // not, or no more; one whose worker was killed).
     case castellan_errc::busy:
-      return json_response(429, error_body("busy", message));
+      return json_response(429, error_body("too_many_sessions", message));
     case castellan_errc::no_such_session:
-      return json_response(404, error_body("unknown_session", message));
+      return json_response(404, error_body("no_such_session", message));
     case castellan_errc::session_ended:
       return json_response(410, error_body("session_ended", message));
     }
@@ -59,43 +62,104 @@ http_response error_response(const caf::error& err, const caf::actor_system& sys
   return json_response(500, error_body("internal", message));
 }
 
-/// A streamed exec: its output as events while it runs, then its result
-/// as the last event. Until the first piece of output the answer is not
-/// started, so that a request refused before it ran (busy, unknown pool)
-/// gets the same status code and error body as a plain one.
-void stream_exec(caf::event_based_actor* self, const supervisor_actor& supervisor,
-                 const std::shared_ptr<api_responder>& responder,
-                 const std::shared_ptr<result_encoder>& encoder,
-                 const std::shared_ptr<std::unordered_map<uint64_t, output_events>>& streams,
-                 uint64_t request_id, exec_request req, std::string id) {
-  const uint64_t exec_id = req.exec_id;
-  streams->emplace(exec_id, output_events(request_id));
-  auto take = [streams, exec_id, request_id] {
-    auto it = streams->find(exec_id);
-    output_events events = it != streams->end() ? std::move(it->second) : output_events(request_id);
-    if (it != streams->end())
-      streams->erase(it);
-    return events;
-  };
-  self->request(supervisor, caf::infinite, exec_atom::value, std::move(req))
-      .then(
-          [=](exec_result& r) {
-            output_events events = take();
-            if (!events.started() && r.error == error_class::busy) {
-              responder->complete(request_id, json_response(503, error_body("busy", r.detail)));
-              return;
-            }
-            responder->finish_stream(request_id, events.finish(r, encoder->body(r, id)));
-          },
-          [=](caf::error& err) {
-            output_events events = take();
-            http_response failed = error_response(err, self->system());
-            if (!events.started())
-              responder->complete(request_id, std::move(failed));
-            else
-              responder->finish_stream(request_id, sse_event("error", failed.body));
-          });
+bool is_no_such_session(const caf::error& err) {
+  return err.category() == caf::detail::error_factory<castellan_errc>::category &&
+         static_cast<castellan_errc>(err.code()) == castellan_errc::no_such_session;
 }
+
+namespace {
+
+/// What the exec handlers share, all used in the api actor only.
+struct exec_answerer {
+  caf::event_based_actor* self;
+  std::shared_ptr<api_responder> responder;
+  std::shared_ptr<result_encoder> encoder;
+  /// The streamed execs in flight, by exec id.
+  std::shared_ptr<std::unordered_map<uint64_t, output_events>> streams;
+
+  /// An exec answered plainly: its result, or the error.
+  template <class Handle>
+  void plain(Handle pending, uint64_t request_id, std::string id, std::string session) const {
+    auto r_ = responder;
+    auto enc = encoder;
+    auto* s = self;
+    pending.then(
+        [=](exec_result& r) {
+          if (r.error == error_class::busy)
+            r_->complete(request_id, json_response(503, error_body("busy", r.detail)));
+          else
+            r_->complete(request_id, json_response(200, enc->body(r, id)));
+        },
+        [=](caf::error& err) {
+          if (!session.empty() && is_no_such_session(err))
+            r_->session_gone(session);
+          r_->complete(request_id, supervisor_error(err, s->system()));
+        });
+  }
+
+  /// A streamed exec: its output as events while it runs, then its result
+  /// as the last event. Until the first piece of output the answer is not
+  /// started, so that a request refused before it ran (busy, unknown pool)
+  /// gets the same status code and error body as a plain one.
+  template <class Handle>
+  void streamed(Handle pending, uint64_t request_id, uint64_t exec_id, std::string id,
+                std::string session) const {
+    auto r_ = responder;
+    auto enc = encoder;
+    auto st = streams;
+    auto* s = self;
+    auto take = [st, exec_id, request_id] {
+      auto it = st->find(exec_id);
+      output_events events = it != st->end() ? std::move(it->second) : output_events(request_id);
+      if (it != st->end())
+        st->erase(it);
+      return events;
+    };
+    pending.then(
+        [=](exec_result& r) {
+          output_events events = take();
+          if (!events.started() && r.error == error_class::busy) {
+            r_->complete(request_id, json_response(503, error_body("busy", r.detail)));
+            return;
+          }
+          r_->finish_stream(request_id, events.finish(r, enc->body(r, id)));
+        },
+        [=](caf::error& err) {
+          output_events events = take();
+          if (!session.empty() && is_no_such_session(err))
+            r_->session_gone(session);
+          http_response failed = supervisor_error(err, s->system());
+          if (!events.started())
+            r_->complete(request_id, std::move(failed));
+          else
+            r_->finish_stream(request_id, sse_event("error", failed.body));
+        });
+  }
+
+  /// Runs `req` (on a pool, or in the session `session` when not empty)
+  /// and answers `request_id`; streamed when its output_sink is set.
+  void run(const supervisor_actor& supervisor, uint64_t request_id, std::string session,
+           exec_request req, std::string id) const {
+    const uint64_t exec_id = req.exec_id;
+    const bool stream = static_cast<bool>(req.output_sink);
+    if (stream)
+      streams->emplace(exec_id, output_events(request_id));
+    if (session.empty()) {
+      auto pending = self->request(supervisor, caf::infinite, exec_atom::value, std::move(req));
+      if (stream)
+        streamed(std::move(pending), request_id, exec_id, std::move(id), std::move(session));
+      else
+        plain(std::move(pending), request_id, std::move(id), std::move(session));
+    } else {
+      auto pending =
+          self->request(supervisor, caf::infinite, exec_atom::value, session, std::move(req));
+      if (stream)
+        streamed(std::move(pending), request_id, exec_id, std::move(id), std::move(session));
+      else
+        plain(std::move(pending), request_id, std::move(id), std::move(session));
+    }
+  }
+};
 
 /// The api actor's behavior. A function with arguments, not a capturing
 /// lambda without: CAF 0.17's spawn of the latter dereferences an empty
@@ -103,28 +167,16 @@ void stream_exec(caf::event_based_actor* self, const supervisor_actor& superviso
 caf::behavior api_behavior(caf::event_based_actor* self, supervisor_actor supervisor,
                            std::shared_ptr<api_responder> responder) {
   // Shared by the handlers below, which all run in this actor, one at a time.
-  auto encoder = std::make_shared<result_encoder>();
-  // The streamed execs in flight, by exec id.
-  auto streams = std::make_shared<std::unordered_map<uint64_t, output_events>>();
-  return {
+  const exec_answerer execs{self, responder, std::make_shared<result_encoder>(),
+                            std::make_shared<std::unordered_map<uint64_t, output_events>>()};
+  auto streams = execs.streams;
+  caf::message_handler handlers{
       [=](exec_atom, uint64_t request_id, exec_request& req, std::string& id) {
-        if (req.output_sink) {
-          stream_exec(self, supervisor, responder, encoder, streams, request_id, std::move(req),
-                      std::move(id));
-          return;
-        }
-        self->request(supervisor, caf::infinite, exec_atom::value, std::move(req))
-            .then(
-                [=](exec_result& r) {
-                  if (r.error == error_class::busy)
-                    responder->complete(request_id,
-                                        json_response(503, error_body("busy", r.detail)));
-                  else
-                    responder->complete(request_id, json_response(200, encoder->body(r, id)));
-                },
-                [=](caf::error& err) {
-                  responder->complete(request_id, error_response(err, self->system()));
-                });
+        execs.run(supervisor, request_id, {}, std::move(req), std::move(id));
+      },
+      [=](exec_atom, uint64_t request_id, std::string& session, exec_request& req,
+          std::string& id) {
+        execs.run(supervisor, request_id, std::move(session), std::move(req), std::move(id));
       },
       [=](exec_output_atom, exec_output& o) {
         auto it = streams->find(o.exec_id);
@@ -219,7 +271,39 @@ caf::behavior api_behavior(caf::event_based_actor* self, supervisor_actor superv
                       json_response(503, error_body("unavailable", describe(err, self->system()))));
                 });
       },
+      // A session's exec: its session cancels it (which ends the session
+      // when it runs: its worker is killed).
+      [=](cancel_atom, uint64_t exec_id, std::string& session) {
+        self->request(supervisor, query_timeout, session_get_atom::value, session)
+            .then(
+                [=](session_actor& handle) {
+                  self->request(handle, query_timeout, cancel_atom::value, exec_id)
+                      .then([](cancel_reply&) {}, [](caf::error&) {});
+                },
+                [](caf::error&) {});
+      },
+      [=](cancel_atom, uint64_t request_id, uint64_t exec_id, std::string& id,
+          std::string& session) {
+        auto unavailable = [=](caf::error& err) {
+          responder->complete(
+              request_id,
+              json_response(503, error_body("unavailable", describe(err, self->system()))));
+        };
+        self->request(supervisor, query_timeout, session_get_atom::value, session)
+            .then(
+                [=](session_actor& handle) {
+                  self->request(handle, query_timeout, cancel_atom::value, exec_id)
+                      .then(
+                          [=](cancel_reply& reply) {
+                            responder->complete(request_id,
+                                                json_response(202, cancel_body(reply, id)));
+                          },
+                          unavailable);
+                },
+                unavailable);
+      },
   };
+  return handlers.or_else(session_handlers(self, supervisor, responder));
 }
 
 void policy_job(caf::event_based_actor* self, std::shared_ptr<api_responder> responder,

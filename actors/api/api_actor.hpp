@@ -12,6 +12,8 @@
 ///                                                   → POST /v1/exec, /v1/run; streamed
 ///                                                     when the request's output_sink
 ///                                                     is this actor
+///   (exec_atom, uint64_t request_id, std::string session, exec_request, std::string id)
+///                                                   → POST /v1/sessions/{id}/exec, /run
 ///   (exec_output_atom, exec_output)                 ← a piece of a streamed exec's output
 ///   (status_atom, uint64_t request_id)              → GET /v1/pools
 ///   (status_atom, uint64_t request_id, std::set<std::string> visible)
@@ -22,10 +24,15 @@
 ///   (cancel_atom, uint64_t exec_id)                 → cancel that exec (no answer)
 ///   (cancel_atom, uint64_t request_id, uint64_t exec_id, std::string id)
 ///                                                   → DELETE /v1/execs/{id}
+///   (cancel_atom, uint64_t exec_id, std::string session)
+///   (cancel_atom, uint64_t request_id, uint64_t exec_id, std::string id, std::string session)
+///                                                   → the same for an exec in a session
+///   and the session routes' messages (session_routes.hpp)
 
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include <caf/actor.hpp>
 #include <caf/actor_system.hpp>
@@ -47,7 +54,17 @@ public:
   virtual void stream(uint64_t request_id, std::string bytes) = 0;
   /// The last piece of a streamed answer: the request is over.
   virtual void finish_stream(uint64_t request_id, std::string bytes) = 0;
+  /// The supervisor listed every session (session_registry::replace).
+  virtual void sessions_listed(const std::vector<session_info>& live) = 0;
+  /// The supervisor knows the session no more (session_registry::erase).
+  virtual void session_gone(const std::string& id) = 0;
 };
+
+/// A supervisor's refusal as an HTTP error (docs/api.md, "Errors").
+http_response supervisor_error(const caf::error& err, const caf::actor_system& sys);
+
+/// Whether `err` is castellan_errc::no_such_session.
+bool is_no_such_session(const caf::error& err);
 
 caf::actor spawn_api_actor(caf::actor_system& sys, supervisor_actor supervisor,
                            std::shared_ptr<api_responder> responder);

@@ -189,7 +189,8 @@ std::variant<json, api_error> parse_body_object(std::string_view body) {
   return doc;
 }
 
-std::variant<exec_body, api_error> parse_exec_body(std::string_view body, bool command) {
+std::variant<exec_body, api_error> parse_exec_body(std::string_view body, bool command,
+                                                   bool in_session) {
   // A policy nested a million levels deep would overflow the stack of the
   // recursive dump below: the depth is checked before anything is parsed.
   auto parsed = parse_body_object(body);
@@ -239,6 +240,10 @@ std::variant<exec_body, api_error> parse_exec_body(std::string_view body, bool c
         return field_error(key, "'timeout_ms' must be an integer from 1 to " +
                                     std::to_string(max_timeout_ms) + ", not " + v.dump());
       req.timeout_ms = v.get<uint64_t>();
+    } else if (in_session && (key == "pool" || key == "policy")) {
+      return field_error(key, "'" + key + "' is not for an exec in a session: it runs on the "
+                                          "pool, and under the policy, the session was created "
+                                          "with");
     } else if (key == "pool") {
       if (!v.is_string() || v.get<std::string>().empty())
         return field_error(key, "'pool' must be a non-empty string (a pool's name)");
@@ -305,9 +310,9 @@ std::variant<exec_body, api_error> parse_exec_body(std::string_view body, bool c
       }
     } else {
       return field_error(key, "unknown field '" + key + "' (expected " +
-                                  (command ? "argv" : "code") +
-                                  ", id, timeout_ms, pool, policy, stdin, stdin_base64, env, cwd, "
-                                  "files_in, files_out)");
+                                  (command ? "argv" : "code") + ", id, timeout_ms, " +
+                                  (in_session ? "" : "pool, policy, ") +
+                                  "stdin, stdin_base64, env, cwd, files_in, files_out)");
     }
   }
   if (!has_main)

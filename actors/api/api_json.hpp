@@ -59,8 +59,11 @@ struct exec_body {
 
 /// `POST /v1/exec` `{code, id?, timeout_ms?, pool?, policy?, stdin? |
 /// stdin_base64?, env?, cwd?}` (command == false) or `POST /v1/run` `{argv,
-/// …}` (command == true).
-std::variant<exec_body, api_error> parse_exec_body(std::string_view body, bool command);
+/// …}` (command == true). `in_session`: the body of `POST
+/// /v1/sessions/{id}/exec|run`, which refuses `pool` and `policy` (a
+/// session runs on the pool and policy it was created with).
+std::variant<exec_body, api_error> parse_exec_body(std::string_view body, bool command,
+                                                   bool in_session = false);
 
 /// An exec's result: `castellan exec --json`'s object plus `"v": 1`, and
 /// `"id"` when the client named the exec.

@@ -23,6 +23,7 @@
 #include "actors/api/audit_params.hpp"
 #include "actors/api/audit_stream.hpp"
 #include "actors/api/policy_scope.hpp"
+#include "actors/api/session_routes.hpp"
 #include "actors/audit/rfc3339.hpp"
 #include "actors/exec_json.hpp"
 
@@ -126,6 +127,9 @@ struct in_flight_exec {
   std::string template_pool;
   /// Its answer is streamed and has begun (api_responder::stream).
   bool streaming = false;
+  /// The session it runs in; empty for an exec on a pool. Its session
+  /// cancels it, not the supervisor.
+  std::string session;
 };
 
 /// Whether `who` may cancel `exec`. A caller without a token (the unix
@@ -198,6 +202,7 @@ struct api_service::state final : api_responder, audit_stream_sink {
   supervisor_actor supervisor;
   file_sink_config audit_file;
   access_control access;     ///< under `m`
+  session_registry sessions; ///< under `m`
   uint64_t next_exec_id = 1; ///< under `m`
   bool draining = false;     ///< under `m`
   bool stopped = false;      ///< under `m`
@@ -251,6 +256,24 @@ struct api_service::state final : api_responder, audit_stream_sink {
       server->respond_stream(request_id, 200, "text/event-stream; charset=utf-8");
     server->stream(request_id, std::move(bytes));
     server->end_stream(request_id);
+  }
+
+  void sessions_listed(const std::vector<session_info>& live) override {
+    std::lock_guard<std::mutex> guard(m);
+    sessions.replace(live);
+  }
+
+  void session_gone(const std::string& id) override {
+    std::lock_guard<std::mutex> guard(m);
+    sessions.erase(id);
+  }
+
+  /// Cancels `x` (no answer): its session does, or the supervisor. Under `m`.
+  void send_cancel(const in_flight_exec& x) {
+    if (x.session.empty())
+      caf::anon_send(actor, cancel_atom::value, x.exec_id);
+    else
+      caf::anon_send(actor, cancel_atom::value, x.exec_id, x.session);
   }
 
   // -- audit_stream_sink -------------------------------------------------------
@@ -443,6 +466,8 @@ struct api_service::state final : api_responder, audit_stream_sink {
     if (path == "/v1/exec" || path == "/v1/run") {
       if (allow("POST"))
         admit_exec(std::move(req), path == "/v1/run", who);
+    } else if (auto route = match_session_route(path); route.type != session_route::kind::none) {
+      route_session(std::move(req), who, route);
     } else if (path.substr(0, execs_prefix.size()) == execs_prefix &&
                path.size() > execs_prefix.size() &&
                path.find('/', execs_prefix.size()) == std::string_view::npos) {
@@ -506,19 +531,52 @@ struct api_service::state final : api_responder, audit_stream_sink {
       srv->respond(req.id, error_response(404, "not_found",
                                           "no route " + std::string(path) +
                                               " (POST /v1/exec, POST /v1/run, "
-                                              "DELETE /v1/execs/{id}, POST /v1/policies/check, "
+                                              "DELETE /v1/execs/{id}, /v1/sessions, "
+                                              "POST /v1/policies/check, "
                                               "POST /v1/policies/explain, GET /v1/status, "
                                               "GET /v1/pools, GET /v1/audit, GET /v1/health, "
                                               "GET /metrics)"));
     }
   }
 
-  void admit_exec(http_request req, bool command, const caller& who) {
+  /// A request under /v1/sessions: the execs of a session are admitted as
+  /// every exec is; the rest decided by decide_session_request.
+  void route_session(http_request req, const caller& who, const session_route& route) {
+    if (route.type == session_route::kind::exec || route.type == session_route::kind::run) {
+      if (req.method != "POST") {
+        http_response r = error_response(405, "method_not_allowed",
+                                         req.method + " " + req.target + ": use POST");
+        r.headers.emplace_back("Allow", "POST");
+        srv->respond(req.id, std::move(r));
+        return;
+      }
+      const std::string session = route.id;
+      admit_exec(std::move(req), route.type == session_route::kind::run, who, session);
+      return;
+    }
+    if (req.method == "POST" && !is_json_media_type(req.content_type)) {
+      srv->respond(req.id, unsupported_media_type(req));
+      return;
+    }
+    std::lock_guard<std::mutex> guard(m);
+    auto decided =
+        decide_session_request(req, who, route, session_gate{access, sessions, default_pool,
+                                                             draining});
+    if (auto* now = std::get_if<http_response>(&decided))
+      srv->respond(req.id, std::move(*now));
+    else
+      caf::anon_send(actor, std::move(std::get<caf::message>(decided)));
+  }
+
+  /// `POST /v1/exec`, `/v1/run`, and with `session` the same in that
+  /// session (`POST /v1/sessions/{id}/exec|run`).
+  void admit_exec(http_request req, bool command, const caller& who,
+                  const std::string& session = {}) {
     if (!is_json_media_type(req.content_type)) {
       srv->respond(req.id, unsupported_media_type(req));
       return;
     }
-    auto parsed = parse_exec_body(req.body, command);
+    auto parsed = parse_exec_body(req.body, command, !session.empty());
     if (auto* err = std::get_if<api_error>(&parsed)) {
       srv->respond(req.id, json_response(err->status, err->body()));
       return;
@@ -547,9 +605,21 @@ struct api_service::state final : api_responder, audit_stream_sink {
                                                    "/id")));
         return;
       }
+      // A session's exec runs on the pool it was made from, which the
+      // token must still be allowed; another token's session is none.
+      const session_registry::entry* in_session = nullptr;
+      if (!session.empty()) {
+        in_session = sessions.find(session, who);
+        if (in_session == nullptr) {
+          srv->respond(req.id,
+                       error_response(404, "no_such_session", "no session '" + session + "'"));
+          return;
+        }
+      }
       // A request with its own policy is checked against the pool it
       // names as well: the allowlist is of pools, whatever the policy.
-      const std::string& pool = er.pool.empty() ? default_pool : er.pool;
+      const std::string pool =
+          in_session != nullptr ? in_session->pool : er.pool.empty() ? default_pool : er.pool;
       // And a request policy may run in a pool of its own, made from the
       // default pool (its template and ceiling): a token needs that pool
       // too.
@@ -583,6 +653,10 @@ struct api_service::state final : api_responder, audit_stream_sink {
                                                         "token '" + who.name +
                                                             "' may not use pool '" + pool + "'",
                                                         er.pool.empty() ? "" : "/pool"));
+        if (in_session != nullptr)
+          r.body = error_body("pool_not_allowed",
+                              "token '" + who.name + "' may no longer use pool '" + pool +
+                                  "', which session '" + session + "' was made from");
         srv->respond(req.id, std::move(r));
         return;
       }
@@ -603,6 +677,7 @@ struct api_service::state final : api_responder, audit_stream_sink {
       x.id = body.id;
       x.owner = who;
       x.pool = pool;
+      x.session = session;
       if (!er.policy.empty())
         x.template_pool = default_pool;
       if (!x.id.empty())
@@ -612,7 +687,11 @@ struct api_service::state final : api_responder, audit_stream_sink {
       // Sent under `m`, so that a cancel for this exec (a DELETE, or a
       // reload that revokes its token) that finds it in `execs` is queued
       // to the actor after it, never before.
-      caf::anon_send(actor, exec_atom::value, req.id, std::move(er), std::move(body.id));
+      if (session.empty())
+        caf::anon_send(actor, exec_atom::value, req.id, std::move(er), std::move(body.id));
+      else
+        caf::anon_send(actor, exec_atom::value, req.id, session, std::move(er),
+                       std::move(body.id));
     }
   }
 
@@ -635,7 +714,11 @@ struct api_service::state final : api_responder, audit_stream_sink {
                                               "' (a client's id or an exec_id)"));
       return;
     }
-    caf::anon_send(actor, cancel_atom::value, req.id, found->second.exec_id, found->second.id);
+    if (found->second.session.empty())
+      caf::anon_send(actor, cancel_atom::value, req.id, found->second.exec_id, found->second.id);
+    else
+      caf::anon_send(actor, cancel_atom::value, req.id, found->second.exec_id, found->second.id,
+                     found->second.session);
   }
 
   /// The client of `request_id` is gone: cancel its exec, if it has one.
@@ -650,7 +733,7 @@ struct api_service::state final : api_responder, audit_stream_sink {
     }
     auto it = execs.find(request_id);
     if (it != execs.end())
-      caf::anon_send(actor, cancel_atom::value, it->second.exec_id);
+      send_cancel(it->second);
   }
 };
 
@@ -676,7 +759,7 @@ void api_service::replace_tokens(std::vector<token_entry> tokens) {
     if (x.owner.type == caller::kind::token &&
         (!state_->access.may_use(x.owner, x.pool) ||
          (!x.template_pool.empty() && !state_->access.may_use(x.owner, x.template_pool))))
-      caf::anon_send(state_->actor, cancel_atom::value, x.exec_id);
+      state_->send_cancel(x);
   }
   if (!state_->stopped)
     state_->end_streams_out_of_view();
@@ -736,7 +819,7 @@ bool api_service::wait_idle(std::chrono::milliseconds grace) {
 std::size_t api_service::cancel_in_flight() {
   std::lock_guard<std::mutex> guard(state_->m);
   for (const auto& kv : state_->execs)
-    caf::anon_send(state_->actor, cancel_atom::value, kv.second.exec_id);
+    state_->send_cancel(kv.second);
   return state_->execs.size();
 }
 

@@ -351,6 +351,40 @@ BOOST_AUTO_TEST_CASE(every_route_answers_as_the_document_says) {
     std::system(("rm -rf '" + dir + "'").c_str());
   }
 
+  // -- sessions ----------------------------------------------------------------
+  {
+    const json create = {{"idle_ttl_ms", 60000}};
+    auto made = post("/v1/sessions", create);
+    BOOST_REQUIRE_MESSAGE(made.status == 201u, made.body);
+    c.check("/v1/sessions", "post", made);
+    c.check_request("SessionRequest", create);
+    const std::string one = "/v1/sessions/" + made.json()["id"].get<std::string>();
+    c.check("/v1/sessions", "post", post("/v1/sessions", {{"colour", "red"}}));
+    c.check("/v1/sessions", "post", post("/v1/sessions", {{"pool", "nope"}}));
+    c.check("/v1/sessions", "post", h.request("POST", "/v1/sessions", "{}", "text/plain"));
+    c.check("/v1/sessions", "get", h.get("/v1/sessions"));
+    c.check("/v1/sessions", "get", h.request("PUT", "/v1/sessions"));
+    const json setup = {{"code", "x = 1"}, {"env", {{"A", "b"}}}, {"cwd", "/tmp"}, {"id", "in-s"}};
+    c.check("/v1/sessions/{id}/exec", "post", post(one + "/exec", setup));
+    c.check_request("SessionExecRequest", setup);
+    c.check("/v1/sessions/{id}/exec", "post",
+            post(one + "/exec", {{"code", "1"}, {"pool", "default"}}));
+    const json run = {{"argv", {"/usr/bin/python3", "-c", "print(1)"}}};
+    c.check("/v1/sessions/{id}/run", "post", post(one + "/run", run));
+    c.check_request("SessionRunRequest", run);
+    c.check("/v1/sessions/{id}/run", "post", post(one + "/run", {{"argv", json::array()}}));
+    c.check("/v1/sessions/{id}", "get", h.get(one));
+    c.check("/v1/sessions/{id}", "get", h.get("/v1/sessions/s-0000000000000000"));
+    c.check("/v1/sessions/{id}/exec", "post",
+            post(one + "/exec", {{"code", "while True: pass"}, {"timeout_ms", 200}}));
+    auto ended = post(one + "/exec", {{"code", "print(x)"}});
+    BOOST_TEST(ended.status == 410u, ended.body);
+    c.check("/v1/sessions/{id}/exec", "post", ended);
+    c.check("/v1/sessions/{id}", "delete", h.request("DELETE", one));
+    c.check("/v1/sessions/{id}", "delete", h.request("DELETE", one));
+    c.check("/v1/sessions/{id}/exec", "post", post(one + "/exec", {{"code", "1"}}));
+  }
+
   // -- drain: 503 and health says so ------------------------------------------
   auto last = std::async(std::launch::async, [&] {
     http_client r(serve.socket_path);
