@@ -36,5 +36,7 @@ void add_serve_command(CLI::App& app, cli_context& ctx);
 void add_config_commands(CLI::App& app, cli_context& ctx);
 /// `castellan token new` (apps/castellan/token_command.cpp).
 void add_token_commands(CLI::App& app, cli_context& ctx);
+/// `castellan session create|exec|run|ls|stats|rm` (apps/castellan/session_command.cpp).
+void add_session_commands(CLI::App& app, cli_context& ctx);
 
 } // namespace castellan::cli

@@ -1,5 +1,7 @@
 #include "apps/castellan/daemon_client.hpp"
 
+#include <unistd.h>
+
 #include <sys/socket.h>
 
 #include <cstdint>
@@ -327,6 +329,16 @@ std::string connect_target(const std::string& flag) {
     return flag;
   const char* env = std::getenv("CASTELLAN_CONNECT");
   return env != nullptr ? env : "";
+}
+
+std::string daemon_target(const std::string& flag) {
+  std::string target = connect_target(flag);
+  if (!target.empty())
+    return target;
+  if (::geteuid() == 0)
+    return "unix:/run/castellan/castellan.sock";
+  const char* dir = std::getenv("XDG_RUNTIME_DIR");
+  return dir != nullptr && dir[0] == '/' ? std::string("unix:") + dir + "/castellan.sock" : "";
 }
 
 } // namespace castellan::cli

@@ -84,4 +84,10 @@ private:
 /// The address to use: `flag` when given, else CASTELLAN_CONNECT, else "".
 std::string connect_target(const std::string& flag);
 
+/// For commands that only a daemon serves: connect_target(flag), else the
+/// socket `castellan serve` listens on without --listen
+/// (unix:/run/castellan/castellan.sock as root, else
+/// unix:$XDG_RUNTIME_DIR/castellan.sock); "" when there is none to name.
+std::string daemon_target(const std::string& flag);
+
 } // namespace castellan::cli

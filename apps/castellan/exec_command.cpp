@@ -28,6 +28,7 @@
 #include "apps/castellan/daemon_client.hpp"
 #include "apps/castellan/default_pool.hpp"
 #include "apps/castellan/duration.hpp"
+#include "apps/castellan/exec_input.hpp"
 #include "apps/castellan/file_transfer.hpp"
 #include "apps/castellan/interrupt_canceller.hpp"
 #include "apps/castellan/remote_exec.hpp"
@@ -37,22 +38,13 @@ namespace castellan::cli {
 
 namespace {
 
-struct exec_options : pool_options {
+struct exec_options : pool_options, exec_input {
   bool json = false;
   std::string timeout;
   std::string request_policy;       ///< a policy for this request only (exec_request::policy)
   std::string audit_log;            ///< write this run's audit records here
-  std::vector<std::string> env;     ///< -e NAME=VALUE
-  std::string workdir;              ///< -w DIR
-  bool forward_stdin = false;       ///< --stdin
-  std::vector<std::string> file_in;  ///< --file-in LOCAL[:PATH]
-  std::vector<std::string> file_out; ///< --file-out PATH[:LOCAL]
-  std::vector<std::string> file_out_locals; ///< where each --file-out goes
   std::string connect;              ///< --connect: a daemon to send the exec to
   std::string pool;                 ///< --pool: the daemon's pool to run on
-  // code mode
-  std::string code;
-  std::string file;
   // command mode
   std::vector<std::string> argv;
 };
@@ -126,23 +118,7 @@ void add_common_flags(CLI::App* cmd, exec_options& o) {
                   "policy's limits.timeout_ms, else 30s)");
   cmd->add_option("--audit-log", o.audit_log,
                   "Append this run's audit records (JSON lines) to FILE");
-  cmd->add_option("-e,--env", o.env, "Set an environment variable of the exec: -e NAME=VALUE "
-                                      "(repeatable)")
-    ->allow_extra_args(false); // one NAME=VALUE per -e: the code may follow
-  cmd->add_option("-w,--workdir", o.workdir,
-                  "The directory the code or program starts in (an absolute path in the "
-                  "sandbox)");
-  cmd->add_flag("--stdin", o.forward_stdin, "Pass this command's stdin to the exec's stdin");
-  cmd->add_option("--file-in", o.file_in,
-                  "Write the local file LOCAL into the sandbox before the exec runs: "
-                  "--file-in LOCAL[:PATH] (PATH relative to the working directory, else /tmp, or "
-                  "absolute below /tmp or it; default: LOCAL's name; repeatable)")
-    ->allow_extra_args(false);
-  cmd->add_option("--file-out", o.file_out,
-                  "Bring the sandbox's file PATH back once the exec has ended: --file-out "
-                  "PATH[:LOCAL] (default LOCAL: PATH's name in the current directory; "
-                  "repeatable)")
-    ->allow_extra_args(false);
+  add_input_flags(cmd, o);
   add_connect_flags(cmd, o);
   cmd->add_option("--pool", o.pool, "With --connect: the daemon's pool to run on (default: its "
                                     "first)");
@@ -150,35 +126,6 @@ void add_common_flags(CLI::App* cmd, exec_options& o) {
                   "A policy for this request only, on top of the pool's (--policy): a stricter "
                   "one runs on the warm workers in isolated mode, narrowed in the exec's process; "
                   "any other in a pool of its own");
-}
-
-/// Reads all of `in` into `out`; false (having said why) when it fails.
-bool slurp(std::istream& in, const std::string& what, std::string& out) {
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  if (in.bad()) {
-    std::cerr << "castellan: cannot read " << what << "\n";
-    return false;
-  }
-  out = ss.str();
-  return true;
-}
-
-/// The request's environment, working directory and stdin from the flags;
-/// false (having said why) when they are not usable.
-bool add_setup(exec_options& o, exec_request& req) {
-  req.env = o.env;
-  req.cwd = o.workdir;
-  if (o.forward_stdin && !slurp(std::cin, "stdin", req.stdin_data))
-    return false;
-  o.file_out_locals.clear();
-  if (!add_files_in(o.file_in, req) || !add_files_out(o.file_out, req, o.file_out_locals))
-    return false;
-  if (auto why = check_setup(req); !why.empty()) {
-    std::cerr << "castellan: " << why << "\n";
-    return false;
-  }
-  return true;
 }
 
 /// Runs `req` through a freshly started actor tree; the process exit code.
@@ -352,35 +299,6 @@ int run_status(const exec_options& o, bool metrics) {
   return rc;
 }
 
-/// The code to run: the argument, a file (-f), or stdin ("-").
-bool load_code(exec_options& o) {
-  if (!o.file.empty() && !o.code.empty()) {
-    std::cerr << "castellan exec: give CODE or -f FILE, not both\n";
-    return false;
-  }
-  if (!o.file.empty()) {
-    std::ifstream in(o.file, std::ios::binary);
-    if (!in) {
-      std::cerr << "castellan exec: cannot open '" << o.file << "': " << std::strerror(errno)
-                << "\n";
-      return false;
-    }
-    return slurp(in, o.file, o.code);
-  }
-  if (o.code == "-") {
-    if (o.forward_stdin) {
-      std::cerr << "castellan exec: the code and the exec's stdin cannot both come from stdin\n";
-      return false;
-    }
-    return slurp(std::cin, "stdin", o.code);
-  }
-  if (o.code.empty()) {
-    std::cerr << "castellan exec: no code given (CODE, -f FILE or - for stdin)\n";
-    return false;
-  }
-  return true;
-}
-
 } // namespace
 
 void add_exec_commands(CLI::App& app, cli_context& ctx) {
@@ -391,7 +309,7 @@ void add_exec_commands(CLI::App& app, cli_context& ctx) {
   exec->add_option("code", opts->code, "Python source, or - to read it from stdin");
   exec->add_option("-f,--file", opts->file, "Read the Python source from FILE");
   exec->callback([opts, exec, &ctx] {
-    if (!load_code(*opts)) {
+    if (!load_code(*opts, "exec")) {
       ctx.exit_code = usage_exit_code;
       return;
     }

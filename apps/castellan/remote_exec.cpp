@@ -108,10 +108,12 @@ json request_body(const remote_options& o, const exec_request& req, const std::s
   return body;
 }
 
-/// The reply's error as the CLI shows it; the exit code.
+} // namespace
+
 int report_error(const daemon_reply& reply) {
   const std::string code = reply.error_code();
-  if (code == "busy" || code == "draining" || code == "too_many_execs") {
+  if (code == "busy" || code == "draining" || code == "too_many_execs" ||
+      code == "too_many_sessions") {
     // Load, not a mistake: as a `busy` result is shown.
     std::cerr << "castellan: busy: " << reply.error_message() << "\n";
     return refused_exit_code;
@@ -119,6 +121,8 @@ int report_error(const daemon_reply& reply) {
   std::cerr << "castellan: the daemon refused the request: " << reply.error_message() << "\n";
   return usage_exit_code;
 }
+
+namespace {
 
 /// The longest event a streamed answer may have (the result), as much as
 /// daemon_client reads of a plain answer.
@@ -189,14 +193,14 @@ private:
   std::string problem_;
 };
 
+} // namespace
+
 outcome<std::unique_ptr<daemon_client>> connect_to(const std::string& target) {
   auto where = daemon_address::parse(target);
   if (!where)
     return where.error();
   return daemon_client::connect(*where, token());
 }
-
-} // namespace
 
 int run_remote(const remote_options& o, const exec_request& req,
                std::chrono::steady_clock::time_point started) {
@@ -208,14 +212,16 @@ int run_remote(const remote_options& o, const exec_request& req,
   }
   const std::string name = fresh_exec_name();
   const std::string body = dump_json(request_body(o, req, name, started));
-  const std::string route = req.argv.empty() ? "/v1/exec" : "/v1/run";
+  const std::string route = (o.session.empty() ? "/v1" : "/v1/sessions/" + o.session) +
+                            (req.argv.empty() ? "/exec" : "/run");
   outcome<daemon_reply> reply = logic_failure("no answer");
   streamed_exec stream;
   {
     interrupt_canceller canceller([&] {
       // One write per line: the main thread may be printing streamed
       // output to stderr meanwhile.
-      std::cerr << ("castellan: interrupted: cancelling exec " + name + "\n");
+      std::cerr << ("castellan: interrupted: cancelling exec " + name +
+                    (o.session.empty() ? "" : " (which ends session " + o.session + ")") + "\n");
       auto side = connect_to(o.target);
       auto cancelled = side ? (*side)->request("DELETE", "/v1/execs/" + name)
                             : outcome<daemon_reply>(side.error());

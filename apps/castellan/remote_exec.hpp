@@ -6,11 +6,14 @@
 /// with the same output and exit codes.
 
 #include <chrono>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "actors/exec_messages.hpp"
+#include "apps/castellan/daemon_client.hpp"
+#include "ipc/outcome.hpp"
 
 namespace castellan::cli {
 
@@ -22,7 +25,19 @@ struct remote_options {
   bool json = false;
   /// Where each of the request's files_out goes (--file-out).
   std::vector<std::string> file_out_locals;
+  /// The session to run in (`castellan session exec|run`); empty: a pool.
+  /// Not with `pool` or `request_policy_json`.
+  std::string session;
 };
+
+/// A connection to the daemon at `target`, with CASTELLAN_TOKEN as its
+/// bearer token when set.
+outcome<std::unique_ptr<daemon_client>> connect_to(const std::string& target);
+
+/// An error answer of the daemon as the CLI shows it (stderr); the exit
+/// code: 1 for a refusal for load (busy, draining, too many execs or
+/// sessions), else 2.
+int report_error(const daemon_reply& reply);
 
 /// Runs `req` on the daemon; the process exit code. Ctrl-C cancels the exec
 /// there (DELETE /v1/execs/{id}) and its `cancelled` result is printed.

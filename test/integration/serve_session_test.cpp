@@ -477,4 +477,71 @@ BOOST_AUTO_TEST_CASE(an_owner_holds_at_most_max_per_owner_sessions) {
   BOOST_TEST(ninth.error_code() == "too_many_sessions", ninth.body);
 }
 
+BOOST_AUTO_TEST_CASE(the_cli_creates_runs_in_lists_and_removes_a_session) {
+  plain_daemon d;
+  const std::string target = "unix:" + d.serve.socket_path;
+  auto cli = [&](std::vector<std::string> args, const std::string& input = {}) {
+    args.insert(args.begin(), castellan::test::castellan_cli());
+    args.insert(args.begin() + 3, {"--connect", target});
+    return run_process(args, input, 60);
+  };
+  auto made = cli({"session", "create", "--idle-ttl", "5m"});
+  BOOST_REQUIRE_MESSAGE(made.exit_code == 0, made.err);
+  BOOST_REQUIRE(made.out.size() == 19u); // "s-" + 16 hex digits + '\n'
+  const std::string id = made.out.substr(0, 18);
+
+  auto first = cli({"session", "exec", id, "x = 41\nimport os\nos.chdir('/tmp')"});
+  BOOST_TEST(first.exit_code == 0, first.err);
+  BOOST_TEST(first.out == "");
+  auto second = cli({"session", "exec", id, "print(x + 1, os.getcwd())"});
+  BOOST_TEST(second.out == "42 /tmp\n", second.err);
+  // Code from stdin; the code's exit code is the command's, its stderr too.
+  auto from_stdin = cli({"session", "exec", id, "-"},
+                        "import sys\nprint(x)\nprint('oops', file=sys.stderr)\nsys.exit(3)");
+  BOOST_TEST(from_stdin.exit_code == 3);
+  BOOST_TEST(from_stdin.out == "41\n");
+  BOOST_TEST(from_stdin.err == "oops\n");
+  auto json_out = cli({"session", "exec", "--json", id, "print(x)"});
+  BOOST_TEST(nlohmann::json::parse(json_out.out)["stdout"] == "41\n", json_out.out);
+  auto run = cli({"session", "run", id, "--", "/usr/bin/python3", "-c",
+                  "import os; print(os.getcwd())"});
+  BOOST_TEST(run.exit_code == 0, run.err);
+  BOOST_TEST(run.out == "/tmp\n");
+
+  auto ls = cli({"session", "ls"});
+  BOOST_TEST(ls.exit_code == 0, ls.err);
+  BOOST_TEST(ls.out.rfind(id + "  pool=default  owner=  created=", 0) == 0u, ls.out);
+  auto ls_json = cli({"session", "ls", "--json"});
+  BOOST_TEST(nlohmann::json::parse(ls_json.out)["sessions"][0]["id"] == id, ls_json.out);
+  auto stats = cli({"session", "stats", id});
+  BOOST_TEST(stats.exit_code == 0, stats.err);
+  BOOST_TEST(stats.out.find("state: ready\n") != std::string::npos, stats.out);
+  BOOST_TEST(stats.out.find("execs: 5\n") != std::string::npos, stats.out);
+  BOOST_TEST(stats.out.find("idle TTL 300 s") != std::string::npos, stats.out);
+
+  // A timeout ends the session: exit 124, then the daemon's refusal.
+  auto timed_out = cli({"session", "exec", "--timeout", "300ms", id, "while True: pass"});
+  BOOST_TEST(timed_out.exit_code == 124, timed_out.err);
+  auto ended = cli({"session", "exec", id, "print(x)"});
+  BOOST_TEST(ended.exit_code == 2);
+  BOOST_TEST(ended.err.find("session " + id + " ended: its worker was killed by exec") !=
+                 std::string::npos,
+             ended.err);
+
+  auto rm = cli({"session", "rm", id});
+  BOOST_TEST(rm.exit_code == 0, rm.err);
+  BOOST_TEST(rm.out == "");
+  auto again = cli({"session", "rm", id});
+  BOOST_TEST(again.exit_code == 2);
+  BOOST_TEST(again.err == "castellan: the daemon refused the request: no session '" + id + "'\n");
+  BOOST_TEST(cli({"session", "ls"}).out == "");
+  auto bad_id = cli({"session", "stats", "../v1/pools"});
+  BOOST_TEST(bad_id.exit_code == 2);
+  BOOST_TEST(bad_id.err == "castellan session: '../v1/pools' is not a session id\n");
+  auto bad_pool = cli({"session", "create", "--pool", "nope"});
+  BOOST_TEST(bad_pool.exit_code == 2);
+  BOOST_TEST(bad_pool.err.find("no configured pool named 'nope'") != std::string::npos,
+             bad_pool.err);
+}
+
 BOOST_AUTO_TEST_SUITE_END()
