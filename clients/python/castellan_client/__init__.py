@@ -15,7 +15,8 @@ See the README beside this package and docs/api.md of castellan.
 from .client import Client
 from .errors import BusyError, CastellanError
 from .result import FileOut, Result
+from .session import Session
 from .transport import DEFAULT_ADDRESS
 
-__all__ = ["Client", "Result", "FileOut", "CastellanError", "BusyError", "DEFAULT_ADDRESS"]
+__all__ = ["Client", "Session", "Result", "FileOut", "CastellanError", "BusyError", "DEFAULT_ADDRESS"]
 __version__ = "0.1.0"

@@ -11,6 +11,7 @@ from typing import (Any, Callable, Dict, Iterator, List, Mapping, Optional, Sequ
 
 from .errors import CastellanError, error_from_answer
 from .result import Result
+from .session import Session
 from .transport import DEFAULT_ADDRESS, connection_factory, parse_address
 
 __all__ = ["Client"]
@@ -219,6 +220,51 @@ class Client:
         """
         target = "/v1/execs/" + urllib.parse.quote(str(id), safe="")
         return self._json("DELETE", target, None)
+
+    # --- sessions --------------------------------------------------------
+
+    def create_session(self, *, pool: Optional[str] = None,
+                       idle_ttl_ms: Optional[int] = None,
+                       max_lifetime_ms: Optional[int] = None,
+                       workspace: Optional[str] = None) -> Session:
+        """Creates a session (``POST /v1/sessions``) and returns it once its
+        worker is ready.
+
+        ``pool`` is the pool whose policy, limits and interpreter its worker
+        gets (default: the daemon's first); ``idle_ttl_ms`` and
+        ``max_lifetime_ms`` end it after that long without an exec, or that
+        long after it started (default 10 min and 1 h; above the daemon's
+        maximum: CastellanError ``invalid_field``). The daemon's or the
+        token's limit of sessions raises BusyError ``too_many_sessions``.
+        Arguments left None are not sent.
+        """
+        body: Dict[str, Any] = {}
+        if pool is not None:
+            body["pool"] = pool
+        if idle_ttl_ms is not None:
+            body["idle_ttl_ms"] = idle_ttl_ms
+        if max_lifetime_ms is not None:
+            body["max_lifetime_ms"] = max_lifetime_ms
+        if workspace is not None:
+            body["workspace"] = workspace
+        return Session(self, self._json("POST", "/v1/sessions", body))
+
+    def session(self, id: str) -> Session:
+        """The session ``id`` (one made earlier, by this token), without a
+        request: its calls say whether it still exists."""
+        return Session(self, {"id": id})
+
+    def sessions(self) -> List[Dict[str, Any]]:
+        """The sessions (``GET /v1/sessions``): a token limited to some pools
+        sees its own, any other caller every one. Dicts as ``Session.info``."""
+        return list(self._json("GET", "/v1/sessions", None).get("sessions", []))
+
+    def _session_options(self, stdin: Union[str, bytes, None],
+                         env: Optional[Mapping[str, str]], cwd: Optional[str],
+                         timeout_ms: Optional[int], id: Optional[str],
+                         files_in: Optional[FilesIn],
+                         files_out: Optional[Sequence[str]]) -> Dict[str, Any]:
+        return _options(stdin, env, cwd, timeout_ms, None, None, id, files_in, files_out)
 
     # --- the daemon ------------------------------------------------------
 

@@ -35,12 +35,15 @@ class BusyError(CastellanError):
     """The daemon refused for load, not for the request: try again later.
 
     The codes ``busy`` (the pool's queue is full, 503), ``too_many_execs``
-    (the token's ``max_concurrent``, 429) and ``too_many_connections`` (503).
+    (the token's ``max_concurrent``, 429), ``too_many_sessions`` (the
+    daemon's or the owner's limit of sessions, 429) and
+    ``too_many_connections`` (503).
     """
 
 
 #: The error codes that become a BusyError.
-BUSY_CODES = frozenset({"busy", "too_many_execs", "too_many_connections"})
+BUSY_CODES = frozenset({"busy", "too_many_execs", "too_many_sessions",
+                        "too_many_connections"})
 
 
 def error_from_answer(status: int, body: bytes) -> CastellanError:

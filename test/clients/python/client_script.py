@@ -516,6 +516,79 @@ class Stdio(unittest.TestCase):
         self.assertEqual((r.stdout, r.stderr), (b"\xff\x00", b"plain"))
 
 
+class Sessions(unittest.TestCase):
+    def setUp(self):
+        self.c = Client("unix:" + SOCKET)
+
+    def test_a_session_keeps_its_state_and_another_does_not(self):
+        with self.c.create_session(idle_ttl_ms=60000) as s, self.c.create_session() as other:
+            self.assertIsInstance(s, castellan_client.Session)
+            self.assertRegex(s.id, r"^s-[0-9a-f]{16}$")
+            self.assertEqual(s.info["pool"], "default")
+            self.assertEqual(s.info["idle_ttl_ms"], 60000)
+            self.assertEqual(s.exec("x = 41\nimport os\nos.chdir('/tmp')").error_class, "ok")
+            s.exec("pass", env={"KEPT": "yes"})
+            r = s.exec("print(x + 1, os.getcwd(), os.environ['KEPT'])")
+            self.assertEqual(r.stdout_text, "42 /tmp yes\n")
+            self.assertEqual(s.run(["/usr/bin/python3", "-c", "import os; print(os.getcwd())"])
+                             .stdout, b"/tmp\n")
+            events = list(s.exec_stream("print(x)\nprint(x + 1)"))
+            self.assertEqual(events[0], ("stdout", b"41\n"))
+            self.assertEqual(events[-1][0], "result")
+            self.assertEqual(events[-1][1].stdout, b"41\n42\n")
+            self.assertEqual(other.exec("print('x' in globals())").stdout, b"False\n")
+            stats = s.stats()
+            self.assertEqual(stats["state"], "ready")
+            self.assertEqual(stats["execs"], 5)
+            self.assertGreater(stats["worker"]["memory_bytes"], 0)
+            listed = {x["id"] for x in self.c.sessions()}
+            self.assertTrue({s.id, other.id} <= listed)
+            # The same session by its id, from another client.
+            again = Client("unix:" + SOCKET).session(s.id)
+            self.assertEqual(again.exec("print(x)").stdout, b"41\n")
+            # pool and policy are not an exec's in a session.
+            with self.assertRaises(TypeError):
+                s.exec("1", pool="default")
+        # Left the with block: both destroyed.
+        with self.assertRaises(CastellanError) as caught:
+            s.exec("print(x)")
+        self.assertEqual((caught.exception.status, caught.exception.code),
+                         (404, "no_such_session"))
+        self.assertNotIn(s.id, {x["id"] for x in self.c.sessions()})
+
+    def test_a_timeout_ends_the_session(self):
+        s = self.c.create_session()
+        s.exec("state = 1")
+        r = s.exec("while True: pass", timeout_ms=300)
+        self.assertEqual((r.error_class, r.exit_code), ("timeout", 124))
+        with self.assertRaises(CastellanError) as caught:
+            s.exec("print(state)")
+        self.assertEqual((caught.exception.status, caught.exception.code),
+                         (410, "session_ended"))
+        self.assertEqual(s.stats()["state"], "ended")
+        final = s.destroy()
+        self.assertIn("timeout", final["end_reason"])
+        with self.assertRaises(CastellanError) as caught:
+            s.destroy()
+        self.assertEqual(caught.exception.code, "no_such_session")
+
+    def test_bad_options_name_their_field(self):
+        with self.assertRaises(CastellanError) as caught:
+            self.c.create_session(idle_ttl_ms=10**12)
+        self.assertEqual((caught.exception.code, caught.exception.field),
+                         ("invalid_field", "/idle_ttl_ms"))
+        with self.assertRaises(CastellanError) as caught:
+            self.c.create_session(pool="no-such-pool")
+        self.assertEqual(caught.exception.code, "unknown_pool")
+
+    def test_a_token_over_tcp_makes_its_own_sessions(self):
+        with Client(TCP, token=TOKEN) as tc:
+            with tc.create_session() as s:
+                self.assertNotEqual(s.info["owner"], "")
+                self.assertEqual(s.exec("print(6*7)").stdout, b"42\n")
+                self.assertIn(s.id, {x["id"] for x in tc.sessions()})
+
+
 if __name__ == "__main__":
     print("castellan_client", castellan_client.__version__, "from", castellan_client.__file__,
           file=sys.stderr)
