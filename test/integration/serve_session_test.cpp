@@ -6,6 +6,7 @@
 
 #include <boost/test/unit_test.hpp>
 
+#include <signal.h>
 #include <sys/stat.h>
 
 #include <algorithm>
@@ -542,6 +543,42 @@ BOOST_AUTO_TEST_CASE(the_cli_creates_runs_in_lists_and_removes_a_session) {
   BOOST_TEST(bad_pool.exit_code == 2);
   BOOST_TEST(bad_pool.err.find("no configured pool named 'nope'") != std::string::npos,
              bad_pool.err);
+}
+
+BOOST_AUTO_TEST_CASE(a_reload_that_takes_its_pool_from_a_token_stops_its_sessions_execs) {
+  token_daemon d;
+  const std::string busy = d.create(d.ci.token);
+  const std::string idle = d.create(d.ci.token);
+  BOOST_REQUIRE(d.as(d.ci.token, "POST", "/v1/sessions/" + idle + "/exec", {{"code", "v = 1"}})
+                    .status == 200u);
+  auto running = std::async(std::launch::async, [&] {
+    return d.as(d.ci.token, "POST", "/v1/sessions/" + busy + "/exec",
+                {{"code", "import time; time.sleep(60)"}});
+  });
+  castellan::test::wait_until(d.serve.socket_path, "/v1/sessions/" + busy,
+                              [](const http_reply& r) {
+                                return r.status == 200 && r.json()["state"] == "running";
+                              });
+  // ci keeps its token, but its pools are now `gpu` only.
+  std::string narrowed = d.ci.entry;
+  const auto at = narrowed.find("pools = [\"default\"]");
+  BOOST_REQUIRE(at != std::string::npos);
+  narrowed.replace(at, 19, "pools = [\"gpu\"]");
+  write_file(d.dir + "/tokens.toml", narrowed + "\n" + d.ops.entry, 0600);
+  BOOST_REQUIRE(::kill(d.serve.pid, SIGHUP) == 0);
+  d.serve.wait_for_stderr_line("SIGHUP: reloaded");
+  // The exec in flight is cancelled, which ends its session.
+  auto cancelled = running.get();
+  BOOST_TEST(cancelled.json()["error_class"] == "cancelled", cancelled.body);
+  // The other session's execs are refused, as a new session from `default`.
+  auto refused = d.as(d.ci.token, "POST", "/v1/sessions/" + idle + "/exec", {{"code", "print(v)"}});
+  BOOST_TEST(refused.status == 403u, refused.body);
+  BOOST_TEST(refused.error_code() == "pool_not_allowed");
+  BOOST_TEST(refused.error_message() == "token 'ci' may no longer use pool 'default', which "
+                                        "session '" + idle + "' was made from");
+  auto create = d.as(d.ci.token, "POST", "/v1/sessions", json::object());
+  BOOST_TEST(create.status == 403u, create.body);
+  BOOST_TEST(create.error_code() == "pool_not_allowed");
 }
 
 BOOST_AUTO_TEST_SUITE_END()
