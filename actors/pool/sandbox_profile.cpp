@@ -138,6 +138,8 @@ outcome<platform::sandbox_spec> make_sandbox_spec(const sandbox_profile& profile
       // data, never run (like /tmp).
       b.exec = false;
       b.captured_by_spawner = true;
+      if (profile.workspace_root && *profile.workspace_root)
+        b.spawner_fd = profile.workspace_root->get();
     }
   platform::bind_mount h;
   h.source = dir_of(harness);

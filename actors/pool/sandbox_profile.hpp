@@ -13,6 +13,7 @@
 #include "actors/mediation/sandbox_fixed_paths.hpp"
 #include "actors/pool/harness_exec_error.hpp"
 #include "ipc/outcome.hpp"
+#include "ipc/unique_fd.hpp"
 #include "platform/linux/sandbox_spec.hpp"
 
 namespace castellan {
@@ -66,6 +67,14 @@ struct sandbox_profile {
   /// policy denies them at /workspace (base_grants_for in
   /// sandbox_fs_rights.hpp). Empty: no /workspace.
   std::string workspace_source;
+  /// When set, what is bound at /workspace: the root of the workspace's
+  /// mount as its store opened and checked it (workspace_lease::root), and
+  /// `workspace_source` only names it. The spawner clones this fd, so no
+  /// path is resolved again at spawn: an unmount, a rename or a symlink
+  /// since the check changes nothing of what a sandbox gets (and a bare
+  /// mount point directory, with no quota, is never bound in its place).
+  /// Local to this process (not part of a pool_spec).
+  std::shared_ptr<const unique_fd> workspace_root;
   /// The policy whose fs decisions limit the Landlock rights of every tree
   /// of the root (limit_landlock_to_policy in sandbox_fs_rights.hpp); null:
   /// the root's own rights (a pool without a policy).

@@ -5,7 +5,9 @@
 #include <linux/capability.h>
 #include <stdio.h>
 #include <sys/file.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -16,6 +18,7 @@
 #include "actors/session/workspace_name.hpp"
 #include "platform/linux/host_permissions.hpp"
 #include "platform/linux/mount_table.hpp"
+#include "platform/linux/mounts.hpp"
 
 namespace castellan {
 
@@ -108,6 +111,19 @@ std::string quoted(const std::string& name) {
   return "workspace '" + name + "'";
 }
 
+/// `f` with the errno that classifies it (see workspace_store.hpp).
+failure kind(int code, failure f) {
+  f.code = code;
+  return f;
+}
+
+/// A name refused by validate_workspace_name, classified EINVAL.
+outcome<void> checked_name(const std::string& name) {
+  if (auto ok = validate_workspace_name(name); !ok)
+    return kind(EINVAL, ok.error());
+  return {};
+}
+
 } // namespace
 
 outcome<platform::volume_owner> sandbox_owner() {
@@ -121,7 +137,7 @@ outcome<platform::volume_owner> sandbox_owner() {
 
 workspace_lease::workspace_lease(workspace_lease&& other) noexcept
     : store_(std::move(other.store_)), name_(std::move(other.name_)),
-      host_path_(std::move(other.host_path_)) {
+      host_path_(std::move(other.host_path_)), root_(std::move(other.root_)) {
   other.store_.reset();
 }
 
@@ -132,6 +148,7 @@ workspace_lease& workspace_lease::operator=(workspace_lease&& other) noexcept {
     other.store_.reset();
     name_ = std::move(other.name_);
     host_path_ = std::move(other.host_path_);
+    root_ = std::move(other.root_);
   }
   return *this;
 }
@@ -141,6 +158,7 @@ workspace_lease::~workspace_lease() {
 }
 
 void workspace_lease::release() noexcept {
+  root_.reset(); // a sandbox that binds it keeps its own copy
   if (store_) {
     store_->release(name_);
     store_.reset();
@@ -158,6 +176,8 @@ workspace_store::open(const workspace_store_options& options) {
     return ok.error().wrap("workspace store " + dir);
   std::shared_ptr<workspace_store> store(new workspace_store());
   store->owner_ = options.owner;
+  store->max_workspaces_ = options.max_workspaces;
+  store->max_total_quota_bytes_ = options.max_total_quota_bytes;
   if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST)
     return errno_failure("workspace store: mkdir " + dir);
   // The operator's path may pass through symlinks (/var/run); below it,
@@ -230,8 +250,16 @@ outcome<void> workspace_store::recover() {
       if (image) {
         auto state = platform::probe_mount_point(mounts_.get(), name, image.get());
         if (state && *state == platform::mount_point_state::this_image) {
-          states_[name].mounted = true;
-          adopted = true;
+          // A mount of an older version may lack noexec and nosymfollow.
+          auto root = platform::open_volume_root(mounts_.get(), name, image.get());
+          if (root &&
+              platform::set_tree_attributes(root->get(),
+                                            MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV |
+                                              MOUNT_ATTR_NOEXEC | MOUNT_ATTR_NOSYMFOLLOW,
+                                            0, false, "mounts/" + name)) {
+            states_[name].mounted = true;
+            adopted = true;
+          }
         }
       }
     }
@@ -261,7 +289,7 @@ outcome<unique_fd> workspace_store::open_image(const std::string& name) {
                         O_RDWR | O_NOFOLLOW | O_CLOEXEC));
   if (!fd) {
     if (errno == ENOENT)
-      return logic_failure("no " + quoted(name));
+      return kind(ENOENT, logic_failure("no " + quoted(name)));
     return errno_failure(quoted(name) + ": open images/" + name + image_suffix);
   }
   struct stat st;
@@ -274,19 +302,51 @@ outcome<unique_fd> workspace_store::open_image(const std::string& name) {
 }
 
 outcome<void> workspace_store::create(const std::string& name, uint64_t quota_bytes) {
-  if (auto ok = validate_workspace_name(name); !ok)
+  if (auto ok = checked_name(name); !ok)
     return ok.error();
   const uint64_t size = quota_bytes - quota_bytes % quota_granule;
   if (size < min_quota_bytes || size > max_quota_bytes)
-    return logic_failure(quoted(name) + ": a quota of " + std::to_string(quota_bytes) +
-                         " bytes is outside " + std::to_string(min_quota_bytes) + " to " +
-                         std::to_string(max_quota_bytes));
+    return kind(EINVAL, logic_failure(quoted(name) + ": a quota of " +
+                                      std::to_string(quota_bytes) + " bytes is outside " +
+                                      std::to_string(min_quota_bytes) + " to " +
+                                      std::to_string(max_quota_bytes)));
   std::lock_guard<std::mutex> guard(mutex_);
   const std::string final_name = name + image_suffix;
   const std::string temp_name = name + new_suffix;
   struct stat st;
   if (::fstatat(images_.get(), final_name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0)
-    return logic_failure(quoted(name) + " already exists");
+    return kind(EEXIST, logic_failure(quoted(name) + " already exists"));
+  if (max_workspaces_ != 0 || max_total_quota_bytes_ != 0) {
+    auto images = image_sizes();
+    if (!images)
+      return images.error().wrap(quoted(name));
+    uint64_t total = 0;
+    for (const auto& [n, bytes] : *images)
+      total += bytes;
+    if (max_workspaces_ != 0 && images->size() >= max_workspaces_)
+      return kind(EDQUOT, logic_failure(quoted(name) + ": the store " + path_ + " holds " +
+                                        std::to_string(images->size()) +
+                                        " workspaces, its maximum"));
+    if (max_total_quota_bytes_ != 0 && size > max_total_quota_bytes_ - std::min(total, max_total_quota_bytes_))
+      return kind(EDQUOT,
+                  logic_failure(quoted(name) + ": a quota of " + std::to_string(size) +
+                                " bytes would bring the store " + path_ + " to " +
+                                std::to_string(total + size) + " bytes of quotas, above its "
+                                "maximum of " + std::to_string(max_total_quota_bytes_)));
+  }
+  // Refused before anything is written when the disk has no room (the
+  // fallocate below still decides when another writer takes it meanwhile).
+  struct statvfs vfs;
+  if (::fstatvfs(images_.get(), &vfs) != 0)
+    return errno_failure(quoted(name) + ": statvfs " + path_ + "/images");
+  const uint64_t free_bytes = static_cast<uint64_t>(vfs.f_bavail) * vfs.f_frsize;
+  auto no_room = [&](uint64_t free_now) {
+    return kind(ENOSPC, logic_failure(quoted(name) + ": no room for a quota of " +
+                                      std::to_string(size) + " bytes: " + path_ + " has " +
+                                      std::to_string(free_now) + " bytes free on the host"));
+  };
+  if (size > free_bytes)
+    return no_room(free_bytes);
   ::unlinkat(images_.get(), temp_name.c_str(), 0); // a leftover of a failed create
   unique_fd image(::openat(images_.get(), temp_name.c_str(),
                            O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
@@ -296,8 +356,18 @@ outcome<void> workspace_store::create(const std::string& name, uint64_t quota_by
     ::unlinkat(images_.get(), temp_name.c_str(), 0);
     return f;
   };
-  if (::ftruncate(image.get(), static_cast<off_t>(size)) != 0)
-    return fail(errno_failure(quoted(name) + ": ftruncate to " + std::to_string(size)));
+  // Allocated whole, not sparse: what the workspace may hold is on the disk
+  // now, and no workspace can fill the host's disk later.
+  if (const int err = ::posix_fallocate(image.get(), 0, static_cast<off_t>(size)); err != 0) {
+    if (err == ENOSPC) {
+      struct statvfs now;
+      return fail(no_room(::fstatvfs(images_.get(), &now) == 0
+                            ? static_cast<uint64_t>(now.f_bavail) * now.f_frsize
+                            : 0));
+    }
+    return fail(errno_failure(quoted(name) + ": fallocate " + std::to_string(size) + " bytes",
+                              err));
+  }
   if (auto ok = platform::format_volume(image.get(), owner_, quoted(name)); !ok)
     return fail(ok.error());
   if (::renameat2(images_.get(), temp_name.c_str(), images_.get(), final_name.c_str(),
@@ -311,7 +381,7 @@ outcome<void> workspace_store::create(const std::string& name, uint64_t quota_by
 }
 
 outcome<workspace_lease> workspace_store::open_workspace(const std::string& name) {
-  if (auto ok = validate_workspace_name(name); !ok)
+  if (auto ok = checked_name(name); !ok)
     return ok.error();
   std::lock_guard<std::mutex> guard(mutex_);
   auto image = open_image(name);
@@ -332,15 +402,53 @@ outcome<workspace_lease> workspace_store::open_workspace(const std::string& name
         return ok.error();
     s.mounted = true;
   }
+  // The mount just made or found, held by an fd and checked to be the
+  // image's: a sandbox binds this, not the path (which an unmount or a
+  // rename could make name something else by then).
+  auto root = platform::open_volume_root(mounts_.get(), name, image->get());
+  if (!root) {
+    if (s.users == 0) {
+      (void)platform::unmount_volume(mounts_.get(), name);
+      s.mounted = false;
+    }
+    return root.error().wrap(quoted(name));
+  }
   ++s.users;
-  return workspace_lease(shared_from_this(), name, host_path(name));
+  return workspace_lease(shared_from_this(), name, host_path(name),
+                         std::make_shared<const unique_fd>(std::move(*root)));
 }
 
 void workspace_store::release(const std::string& name) noexcept {
   std::lock_guard<std::mutex> guard(mutex_);
   auto it = states_.find(name);
-  if (it != states_.end() && it->second.users > 0)
-    --it->second.users;
+  if (it == states_.end() || it->second.users == 0)
+    return;
+  if (--it->second.users != 0 || !it->second.mounted)
+    return;
+  // The last lease went: unmounted (lazily: a sandbox that still holds its
+  // bind keeps the file system until it is gone), so that mounts do not
+  // accumulate with the workspaces ever used.
+  (void)platform::unmount_volume(mounts_.get(), name);
+  it->second.mounted = false;
+}
+
+outcome<std::map<std::string, uint64_t>> workspace_store::image_sizes() {
+  auto names = entries_of(images_.get());
+  if (!names)
+    return names.error().wrap("images");
+  std::map<std::string, uint64_t> out;
+  for (const auto& file : *names) {
+    if (!ends_with(file, image_suffix))
+      continue;
+    const std::string name = file.substr(0, file.size() - std::string(image_suffix).size());
+    struct stat st;
+    if (!validate_workspace_name(name) ||
+        ::fstatat(images_.get(), file.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0 ||
+        !S_ISREG(st.st_mode))
+      continue;
+    out[name] = static_cast<uint64_t>(st.st_size);
+  }
+  return out;
 }
 
 outcome<std::vector<workspace_info>> workspace_store::list() {
@@ -381,13 +489,13 @@ outcome<std::vector<workspace_info>> workspace_store::list() {
 }
 
 outcome<void> workspace_store::remove(const std::string& name) {
-  if (auto ok = validate_workspace_name(name); !ok)
+  if (auto ok = checked_name(name); !ok)
     return ok.error();
   std::lock_guard<std::mutex> guard(mutex_);
   auto it = states_.find(name);
   if (it != states_.end() && it->second.users > 0)
-    return logic_failure(quoted(name) + " is in use (" + std::to_string(it->second.users) +
-                         (it->second.users == 1 ? " lease" : " leases") + " open)");
+    return kind(EBUSY, logic_failure(quoted(name) + " is in use (" + std::to_string(it->second.users) +
+                         (it->second.users == 1 ? " lease" : " leases") + " open)"));
   auto image = open_image(name);
   if (!image)
     return image.error();

@@ -4,23 +4,31 @@
 /// Persistent named workspaces, each a directory with a size quota the
 /// kernel enforces, for sandboxes to bind writable at /workspace.
 ///
-/// A store is any directory its owner chooses (for `castellan serve`, meant
-/// to be `<state_dir>/workspaces`, which is not wired yet), laid out as
+/// A store is any directory its owner chooses (`castellan serve` uses
+/// `<state_dir>/workspaces`), laid out as
 ///
 ///     <dir>/.lock              flock: one process owns the store at a time
 ///     <dir>/images/<name>.ext4 the workspace: a sparse file of the quota's size, ext4
-///     <dir>/mounts/<name>/     where it is mounted (loop device, nosuid, nodev)
+///     <dir>/mounts/<name>/     where it is mounted while a lease is open (loop
+///                              device; nosuid, nodev, noexec, nosymfollow)
 ///
 /// all created 0700 (images 0600) and reached through directory fds opened
 /// without following symlinks. The root directory of a workspace's file
 /// system belongs to the host ids the sandbox's user maps to
 /// (store_options::owner; platform/linux/uid_map.hpp), so code in the
 /// sandbox writes there as the owner and the daemon reads the files on the
-/// host. Opening a store adopts the mounts a previous process left (killed
+/// host. A workspace is mounted while a lease on it is open, and unmounted
+/// when the last one goes: mounts do not pile up. Opening a store adopts the mounts a previous process left (killed
 /// without unmounting) and unmounts the ones that are not its images'.
 ///
 /// Needs CAP_SYS_ADMIN in the initial user namespace (loop devices, ext4
 /// mounts); open() says so when the process lacks it. Thread-safe.
+///
+/// Failures carry an errno that says what kind they are (the supervisor
+/// turns them into castellan_errc values): EINVAL a bad name or quota,
+/// ENOENT no such workspace, EEXIST a name taken, EBUSY a workspace in use,
+/// EDQUOT a cap of the store (max_workspaces, max_total_quota_bytes) and
+/// ENOSPC a host disk without room for the image.
 
 #include <cstdint>
 #include <map>
@@ -29,6 +37,7 @@
 #include <string>
 #include <vector>
 
+#include "actors/session/workspace_messages.hpp"
 #include "ipc/outcome.hpp"
 #include "ipc/unique_fd.hpp"
 #include "platform/linux/workspace_volume.hpp"
@@ -41,25 +50,17 @@ struct workspace_store_options {
   /// Host ids that own each new workspace's root directory: those the
   /// sandbox's user maps to (sandbox_owner()).
   platform::volume_owner owner;
+  /// At most this many workspaces in the store (0: no cap).
+  uint32_t max_workspaces = 0;
+  /// The quotas of all workspaces together at most this (0: no cap). Each
+  /// image is allocated whole at create, so this bounds the store's disk.
+  uint64_t max_total_quota_bytes = 0;
 };
 
 /// The host ids a sandbox started by this process with the default id
 /// mapping runs as (65534:65534 when the process is root): the owner that
 /// lets its code write a workspace.
 outcome<platform::volume_owner> sandbox_owner();
-
-/// A workspace as list() shows it.
-struct workspace_info {
-  std::string name;
-  uint64_t quota_bytes = 0; ///< the image's size, set at create
-  uint64_t image_bytes = 0; ///< what the (sparse) image takes on the host's disk
-  bool mounted = false;
-  /// From statfs of the mounted file system (0 when not mounted): blocks in
-  /// use, the file system's own metadata and journal included.
-  uint64_t used_bytes = 0;
-  uint64_t free_bytes = 0; ///< what writes can still take (0 when not mounted)
-  uint32_t users = 0;      ///< leases open now
-};
 
 class workspace_store;
 
@@ -75,9 +76,14 @@ public:
   ~workspace_lease();
 
   const std::string& name() const noexcept { return name_; }
-  /// The mounted directory on the host, without symlinks: what a sandbox
-  /// binds at /workspace (sandbox_profile::workspace_source).
+  /// The mounted directory on the host, without symlinks (for messages, and
+  /// for code that reads the files on the host).
   const std::string& host_path() const noexcept { return host_path_; }
+  /// The root of the mounted file system, opened (O_PATH) and checked to be
+  /// this workspace's mount when the lease was taken: what a sandbox binds
+  /// (sandbox_profile::workspace_root), with no path resolved again. Null
+  /// for an empty lease.
+  const std::shared_ptr<const unique_fd>& root() const noexcept { return root_; }
   explicit operator bool() const noexcept { return store_ != nullptr; }
 
   /// Gives the use back now (the destructor does otherwise).
@@ -85,12 +91,15 @@ public:
 
 private:
   friend class workspace_store;
-  workspace_lease(std::shared_ptr<workspace_store> store, std::string name, std::string path)
-      : store_(std::move(store)), name_(std::move(name)), host_path_(std::move(path)) {}
+  workspace_lease(std::shared_ptr<workspace_store> store, std::string name, std::string path,
+                  std::shared_ptr<const unique_fd> root)
+      : store_(std::move(store)), name_(std::move(name)), host_path_(std::move(path)),
+        root_(std::move(root)) {}
 
   std::shared_ptr<workspace_store> store_;
   std::string name_;
   std::string host_path_;
+  std::shared_ptr<const unique_fd> root_;
 };
 
 class workspace_store : public std::enable_shared_from_this<workspace_store> {
@@ -109,11 +118,14 @@ public:
   workspace_store& operator=(const workspace_store&) = delete;
 
   /// Creates the workspace `name` with `quota_bytes` of space (rounded down
-  /// to 4 KiB); refuses an existing name.
+  /// to 4 KiB): its image is allocated whole on the host's disk now
+  /// (fallocate), so a workspace never fills the disk later. Refuses an
+  /// existing name, a store at one of its caps, and a disk without room
+  /// (the message names the store, the bytes free and the quota).
   outcome<void> create(const std::string& name, uint64_t quota_bytes);
 
   /// Mounts the workspace when it is not (concurrent leases share one
-  /// mount) and returns a lease on it.
+  /// mount) and returns a lease on it; the last lease to go unmounts it.
   outcome<workspace_lease> open_workspace(const std::string& name);
 
   /// Every workspace, by name.
@@ -137,11 +149,15 @@ private:
   void release(const std::string& name) noexcept;
   outcome<void> recover();
   outcome<unique_fd> open_image(const std::string& name);
+  /// Each workspace's quota (its image's size), by name; the mutex held.
+  outcome<std::map<std::string, uint64_t>> image_sizes();
   std::string host_path(const std::string& name) const;
 
   std::mutex mutex_;
   std::string path_;
   platform::volume_owner owner_;
+  uint32_t max_workspaces_ = 0;
+  uint64_t max_total_quota_bytes_ = 0;
   unique_fd dir_;
   unique_fd lock_;
   unique_fd images_;

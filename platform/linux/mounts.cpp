@@ -57,6 +57,10 @@ outcome<detached_tree> clone_tree_no_symlinks(const std::string& source) {
   return clone_at(at.get(), "", AT_EMPTY_PATH, source);
 }
 
+outcome<detached_tree> clone_tree_of(int fd, const std::string& source) {
+  return clone_at(fd, "", AT_EMPTY_PATH, source);
+}
+
 outcome<detached_tree> adopt_tree(int fd, const std::string& source) {
   detached_tree tree;
   tree.source = source;

@@ -36,6 +36,12 @@ outcome<detached_tree> clone_tree(const std::string& source);
 /// bind whatever it points at. ELOOP names the refusal.
 outcome<detached_tree> clone_tree_no_symlinks(const std::string& source);
 
+/// Captures the directory of `fd` (an O_PATH fd the caller opened and
+/// checked) as a detached tree: no path is resolved, so nothing renamed,
+/// unmounted or replaced by a symlink since the check changes what is
+/// captured. `source` names it in errors.
+outcome<detached_tree> clone_tree_of(int fd, const std::string& source);
+
 /// Takes ownership of `fd`, a detached tree another process captured with
 /// clone_tree and passed on (the spawner captures what the worker's user
 /// cannot reach). Refuses an fd that is not the root of a detached tree.

@@ -167,6 +167,20 @@ outcome<std::vector<detached_tree>> capture_bind_sources(root_spec& spec, int fi
     b.source_fd = -1;
     if (!b.captured_by_spawner)
       continue;
+    if (b.spawner_fd >= 0) {
+      // No path is resolved: the directory the spawner checked is what is
+      // bound, whatever its path names by now. A failure refuses the worker
+      // (there is no path the worker could fall back to).
+      auto held = clone_tree_of(b.spawner_fd, b.source);
+      if (!held)
+        return held.error().wrap("capture bind source for " + b.target);
+      if (auto ok = set_tree_attributes(held->fd.get(), 0, MOUNT_ATTR_NOSYMFOLLOW, true, b.source);
+          !ok)
+        return ok.error().wrap("capture bind source for " + b.target);
+      b.source_fd = first_child_fd + static_cast<int>(trees.size());
+      trees.push_back(std::move(*held));
+      continue;
+    }
     auto tree = clone_tree_no_symlinks(b.source);
     if (!tree) {
       // An unprivileged supervisor may not clone mounts (EPERM): its

@@ -35,6 +35,14 @@ struct bind_mount {
   /// captures it follows no symlink on the way (a policy's path may be one
   /// an earlier worker could write).
   bool captured_by_spawner = false;
+  /// With captured_by_spawner: an fd of the spawning process (O_PATH, a
+  /// directory it opened and checked) captured instead of `source`, which
+  /// then only names it; -1: `source` is resolved. The clone follows
+  /// symlinks (MOUNT_ATTR_NOSYMFOLLOW cleared): a host mount may refuse them
+  /// for the host's sake (a workspace's mount, workspace_volume.hpp), while
+  /// in the sandbox they resolve inside its own root. Never serialised: it
+  /// means nothing in the worker.
+  int spawner_fd = -1;
   /// The worker's fd of the detached tree the spawner captured; -1: the
   /// worker captures `source` by path.
   int source_fd = -1;

@@ -155,6 +155,28 @@ outcome<mount_point_state> probe_mount_point(int parent_fd, const std::string& n
   return *loop ? mount_point_state::this_image : mount_point_state::other;
 }
 
+outcome<unique_fd> open_volume_root(int parent_fd, const std::string& name, int image_fd) {
+  auto dir = open_dir(parent_fd, name);
+  if (!dir)
+    return dir.error();
+  auto device = mount_root_device(dir->get(), name);
+  if (!device)
+    return device.error();
+  if (!*device)
+    return logic_failure(name + " is not mounted");
+  struct statfs fs;
+  if (::fstatfs(dir->get(), &fs) != 0)
+    return errno_failure("statfs " + name);
+  if (fs.f_type != ext4_magic)
+    return logic_failure(name + ": another file system is mounted there");
+  auto loop = loop_device::open_if_backed_by(**device, image_fd);
+  if (!loop)
+    return loop.error();
+  if (!*loop)
+    return logic_failure(name + ": the file system mounted there is not this workspace's image");
+  return std::move(*dir);
+}
+
 outcome<void> mount_volume(int image_fd, int parent_fd, const std::string& name,
                            const std::string& what) {
   auto target = open_dir(parent_fd, name);
@@ -182,7 +204,8 @@ outcome<void> mount_volume(int image_fd, int parent_fd, const std::string& name,
                                    (log.empty() ? "" : " (" + log + ")"),
                                  err));
   }
-  unique_fd mnt(::fsmount(fs.get(), FSMOUNT_CLOEXEC, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV));
+  unique_fd mnt(::fsmount(fs.get(), FSMOUNT_CLOEXEC, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV |
+                                                     MOUNT_ATTR_NOEXEC | MOUNT_ATTR_NOSYMFOLLOW));
   if (!mnt)
     return explain(errno_failure("mount " + what + ": fsmount"));
   if (::move_mount(mnt.get(), "", target->get(), "",

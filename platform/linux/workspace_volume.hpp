@@ -3,7 +3,9 @@
 /// @file workspace_volume.hpp
 /// A workspace's size-limited file system: an image file formatted ext4
 /// (mke2fs, Debian's e2fsprogs), attached to a loop device and mounted
-/// nosuid,nodev on a host directory. The kernel enforces the size: a write
+/// nosuid, nodev, noexec and nosymfollow on a host directory: the daemon
+/// runs as root over files that code in a sandbox wrote, so on the host no
+/// program there runs, no device node opens and no symlink is followed. The kernel enforces the size: a write
 /// beyond it fails with ENOSPC in that file system and nowhere else.
 /// Every path is reached through directory fds opened without following
 /// symlinks, and the mount itself goes through the new mount API onto such
@@ -47,8 +49,14 @@ enum class mount_point_state : uint8_t {
 outcome<mount_point_state> probe_mount_point(int parent_fd, const std::string& name,
                                             int image_fd);
 
+/// The root of the file system of `image_fd` mounted on the directory
+/// `name` of `parent_fd`, opened O_PATH without following a symlink and
+/// checked to be this image's mount (the root of a mount, ext4, from a loop
+/// device backed by the image); an error when anything else is there.
+outcome<unique_fd> open_volume_root(int parent_fd, const std::string& name, int image_fd);
+
 /// Mounts the ext4 file system of `image_fd` on the directory `name` of
-/// `parent_fd` (nosuid, nodev): through a loop device already backed by the
+/// `parent_fd` (nosuid, nodev, noexec, nosymfollow): through a loop device already backed by the
 /// image when there is one (a process that died left it attached; two
 /// devices over one file would be two file systems writing one image), else
 /// through a new one (auto-clearing: detached once the mount is gone).

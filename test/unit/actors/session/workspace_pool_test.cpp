@@ -131,7 +131,9 @@ BOOST_AUTO_TEST_CASE(a_write_beyond_the_quota_gets_enospc_and_the_pool_goes_on) 
   // The host's file system was not touched beyond the image's size.
   auto listed = store->list();
   BOOST_REQUIRE(listed);
-  BOOST_TEST(listed->front().image_bytes <= 8 * mib);
+  // (The image was allocated whole at create; its extent tree takes a few
+  // blocks more.)
+  BOOST_TEST(listed->front().image_bytes <= 8 * mib + 64 * 1024);
   BOOST_TEST(listed->front().free_bytes < 1 * mib);
   // The supervisor and the pool go on; freeing space makes room again.
   auto again = exec_code(pool, "import os\n"
