@@ -24,6 +24,16 @@ std::string to_string(castellan_errc x) {
       return "no_such_session";
     case castellan_errc::session_ended:
       return "session_ended";
+    case castellan_errc::no_such_workspace:
+      return "no_such_workspace";
+    case castellan_errc::workspace_in_use:
+      return "workspace_in_use";
+    case castellan_errc::workspace_exists:
+      return "workspace_exists";
+    case castellan_errc::no_space:
+      return "no_space";
+    case castellan_errc::workspaces_disabled:
+      return "workspaces_disabled";
   }
   return "castellan_errc(" + std::to_string(static_cast<int>(x)) + ")";
 }

@@ -26,6 +26,11 @@ enum class castellan_errc : uint8_t {
   busy,                ///< a limit on what exists at once was reached (sessions)
   no_such_session,     ///< a session id that is not (or no longer) known
   session_ended,       ///< the session's worker is gone, and its state with it
+  no_such_workspace,   ///< a workspace name the store does not have
+  workspace_in_use,    ///< a workspace a session (a lease) still uses cannot be removed
+  workspace_exists,    ///< a workspace of that name exists already
+  no_space,            ///< the host's disk has no room for a workspace's quota
+  workspaces_disabled, ///< the supervisor has no workspace store
 };
 
 std::string to_string(castellan_errc x);

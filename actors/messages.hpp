@@ -24,6 +24,7 @@
 #include "actors/mediation_messages.hpp"
 #include "actors/supervisor/pools_change.hpp"
 #include "actors/session/session_messages.hpp"
+#include "actors/session/workspace_messages.hpp"
 
 CAF_BEGIN_TYPE_ID_BLOCK(castellan, caf::first_custom_type_id)
 
@@ -150,5 +151,12 @@ CAF_BEGIN_TYPE_ID_BLOCK(castellan, caf::first_custom_type_id)
   CAF_ADD_ATOM(castellan, castellan, session_tick_atom, "s_tick")
   CAF_ADD_ATOM(castellan, castellan, ready_atom, "ready")
   CAF_ADD_ATOM(castellan, castellan, destroy_atom, "destroy")
+  // -- owners and workspaces of sessions (actors/session) -----------------------
+  CAF_ADD_TYPE_ID(castellan, (castellan::session_ref))
+  CAF_ADD_TYPE_ID(castellan, (castellan::workspace_info))
+  CAF_ADD_TYPE_ID(castellan, (std::vector<castellan::workspace_info>))
+  CAF_ADD_ATOM(castellan, castellan, workspace_create_atom, "ws_create")
+  CAF_ADD_ATOM(castellan, castellan, workspace_list_atom, "ws_list")
+  CAF_ADD_ATOM(castellan, castellan, workspace_remove_atom, "ws_remove")
 
 CAF_END_TYPE_ID_BLOCK(castellan)

@@ -57,6 +57,17 @@ http_response supervisor_error(const caf::error& err, const caf::actor_system& s
       return json_response(404, error_body("no_such_session", message));
     case castellan_errc::session_ended:
       return json_response(410, error_body("session_ended", message));
+    // Workspaces (not served over HTTP yet).
+    case castellan_errc::no_such_workspace:
+      return json_response(404, error_body("unknown_workspace", message));
+    case castellan_errc::workspace_in_use:
+      return json_response(409, error_body("workspace_in_use", message));
+    case castellan_errc::workspace_exists:
+      return json_response(409, error_body("workspace_exists", message));
+    case castellan_errc::no_space:
+      return json_response(507, error_body("no_space", message));
+    case castellan_errc::workspaces_disabled:
+      return json_response(501, error_body("workspaces_disabled", message));
     }
   }
   return json_response(500, error_body("internal", message));

@@ -391,7 +391,8 @@ session_internal_actor::behavior_type session_impl(session_ptr self, session_con
 
 } // namespace
 
-pool_config session_worker_config(const pool_config& base, const session_info& info) {
+pool_config session_worker_config(const pool_config& base, const session_info& info,
+                                  const workspace_lease* workspace) {
   pool_config cfg = base;
   cfg.name = info.id;
   cfg.size = 1;
@@ -400,7 +401,12 @@ pool_config session_worker_config(const pool_config& base, const session_info& i
   // A launcher would be one more process per session, started before the
   // worker it clones: no faster than the worker's own cold start.
   cfg.warm_start = false;
-  cfg.sandbox.workspace_source = info.workspace;
+  cfg.sandbox.workspace_source.clear();
+  cfg.sandbox.workspace_root = nullptr;
+  if (workspace != nullptr && *workspace) {
+    cfg.sandbox.workspace_source = workspace->host_path(); // names it in messages
+    cfg.sandbox.workspace_root = workspace->root();       // what is bound
+  }
   // The policy in force now, kept for the session's life: a reload would
   // replace the worker, and the session's state with it.
   cfg.policies = nullptr;
@@ -411,9 +417,10 @@ pool_config session_worker_config(const pool_config& base, const session_info& i
 outcome<session_actor> spawn_session(caf::actor_system& sys, session_config cfg) {
   if (cfg.info.id.empty())
     return logic_failure("session: no id");
-  if (!cfg.info.workspace.empty() && cfg.info.workspace.front() != '/')
+  // A session's workspace is bound from its lease's fd, never by a path.
+  if (cfg.info.workspace.empty() != !cfg.worker.sandbox.workspace_root)
     return logic_failure("session " + cfg.info.id + ": the workspace '" + cfg.info.workspace +
-                         "' is not an absolute path");
+                         "' comes without its lease, or a lease without a workspace");
   if (cfg.info.idle_ttl_ms == 0 || cfg.info.max_lifetime_ms == 0)
     return logic_failure("session " + cfg.info.id + ": its idle TTL and maximum lifetime "
                          "must be at least 1 ms");

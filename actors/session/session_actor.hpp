@@ -19,6 +19,7 @@
 #include "actors/audit/audit_actor.hpp"
 #include "actors/messages.hpp"
 #include "actors/pool/pool_actor.hpp"
+#include "actors/session/workspace_store.hpp"
 #include "ipc/outcome.hpp"
 
 namespace castellan {
@@ -58,9 +59,14 @@ struct session_config {
 /// is created from: one worker in the session exec mode, never recycled,
 /// started cold (no launcher of its own), the workspace bound at /workspace,
 /// and the policy the base pool is under now (a session does not follow
-/// reloads: its worker is not replaced under it). Named by the session id,
+/// reloads: its worker is not replaced under it). The workspace is bound from
+/// the lease's own fd of its mount (sandbox_profile::workspace_root), never
+/// from a path. Named by the session id,
 /// which audit records of its execs then carry as their pool.
-pool_config session_worker_config(const pool_config& base, const session_info& info);
+/// `workspace` is the lease the session's workspace (info.workspace) is
+/// bound from; null when it has none.
+pool_config session_worker_config(const pool_config& base, const session_info& info,
+                                  const workspace_lease* workspace);
 
 /// Spawns the session and its pool; the worker starts in the background
 /// (`ready_atom` waits for it). Fails when the pool cannot be started.

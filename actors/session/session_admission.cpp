@@ -1,5 +1,7 @@
 #include "actors/session/session_admission.hpp"
 
+#include "actors/session/workspace_name.hpp"
+
 #include <sys/random.h>
 
 #include <cerrno>
@@ -39,9 +41,13 @@ bool admit_session(const session_limits& limits, const session_options& opts, st
                  ")";
     return false;
   }
-  if (!opts.workspace.empty() && opts.workspace.front() != '/') {
-    why.reason = "the workspace '" + opts.workspace + "' is not an absolute path";
-    return false;
+  if (!opts.workspace.empty()) {
+    // A name in the supervisor's store, never a path: the store alone
+    // decides where it is on the host.
+    if (auto ok = validate_workspace_name(opts.workspace); !ok) {
+      why.reason = ok.error().message;
+      return false;
+    }
   }
   out.owner = opts.owner;
   out.workspace = opts.workspace;

@@ -23,8 +23,10 @@ struct session_options {
   /// Who holds the session: the per-owner limit counts by it (the API passes
   /// its token's name). Empty is an owner like any other.
   std::string owner;
-  /// A host directory (absolute) bound writable at /workspace, which is then
-  /// the session's first working directory; empty: none.
+  /// The name of a workspace of the supervisor's store (workspace_name.hpp)
+  /// bound writable at /workspace, which is then the session's first
+  /// working directory; empty: none. The session holds a lease on it for
+  /// its whole life: the workspace cannot be removed meanwhile.
   std::string workspace;
   /// The session is ended after this long without an exec, counted from
   /// its last answer or from when it became ready (0: the supervisor's
@@ -57,7 +59,7 @@ struct session_info {
   std::string id;        ///< "s-" and 16 hex digits
   std::string owner;
   std::string pool;      ///< the pool it was created from
-  std::string workspace; ///< the host directory at /workspace; empty: none
+  std::string workspace; ///< the name of the workspace at /workspace; empty: none
   int64_t created_ns = 0; ///< CLOCK_REALTIME
   uint64_t idle_ttl_ms = 0;     ///< in force (the default or the client's)
   uint64_t max_lifetime_ms = 0; ///< in force
@@ -67,6 +69,22 @@ template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, session_info& x) {
   return f(caf::meta::type_name("session_info"), x.id, x.owner, x.pool, x.workspace,
            x.created_ns, x.idle_ttl_ms, x.max_lifetime_ms);
+}
+
+/// Which session a client means, and who asks: the supervisor's by-id
+/// session messages answer `no_such_session` when `owner` is not the
+/// session's owner (session_options::owner), exactly as for an id that does
+/// not exist, so that a client learns nothing of others' sessions. The API
+/// passes its token's name (empty when the daemon runs without tokens: the
+/// owner every session then has).
+struct session_ref {
+  std::string id;
+  std::string owner;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, session_ref& x) {
+  return f(caf::meta::type_name("session_ref"), x.id, x.owner);
 }
 
 /// A session's state and its worker's cgroup accounting at one instant.

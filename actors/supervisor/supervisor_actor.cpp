@@ -1,6 +1,8 @@
 #include "actors/supervisor/supervisor_actor.hpp"
 
 #include <algorithm>
+#include <cerrno>
+#include <functional>
 #include <map>
 #include <memory>
 #include <deque>
@@ -13,6 +15,7 @@
 #include "actors/pool/policy_tightening.hpp"
 #include "actors/pool/pool_policy.hpp"
 #include "actors/session/session_admission.hpp"
+#include "actors/session/workspace_name.hpp"
 #include "actors/telemetry/metric_names.hpp"
 
 namespace castellan {
@@ -54,10 +57,19 @@ struct routed_exec {
   caf::typed_response_promise<exec_result> answer;
 };
 
-/// A session the supervisor created and has not seen go.
+/// A session the supervisor created and has not seen go. It counts against
+/// the limits from its create until its worker and cgroup are gone and its
+/// workspace lease is released (then it is erased), whatever ends it.
 struct session_entry {
-  session_actor handle;
+  session_actor handle; ///< null while its workspace is being opened
   session_info info;
+  /// The lease on its workspace (null without one), held for the session:
+  /// released once its worker is gone.
+  std::shared_ptr<workspace_lease> lease;
+  /// Destroyed, reaped or failed: no longer reachable by its id, still
+  /// counted until it is erased.
+  bool ending = false;
+  bool finishing = false; ///< its lease is being released; erased after
 };
 
 struct supervisor_state {
@@ -88,8 +100,14 @@ struct supervisor_state {
   std::map<uint64_t, retiring_pool> retiring;
   // -- sessions -------------------------------------------------------------------
   session_limits session_cfg;
-  /// Every session that exists (created, or still starting), by id.
+  /// Every session that counts against the limits, by id.
   std::map<std::string, session_entry> sessions;
+  // -- workspaces -----------------------------------------------------------------
+  std::shared_ptr<workspace_store> store; ///< null: no workspaces
+  workspace_config workspace_cfg;
+  /// Work running off the supervisor's thread (off_loop): what to do in the
+  /// supervisor once the thread that ran it is down.
+  std::map<caf::actor_addr, std::function<void()>> off_loop;
   bool shutting_down = false;
 };
 
@@ -140,12 +158,23 @@ void listen_to_pools(supervisor_ptr self, bool on) {
 void answer_lost(supervisor_ptr self, uint64_t instance, const std::string& pool,
                  const caf::error& reason);
 
+void finish_session(supervisor_ptr self, const std::string& id, std::function<void()> then);
+
 void on_down(supervisor_ptr self, const caf::down_msg& msg) {
   auto& st = self->state;
+  if (auto it = st.off_loop.find(msg.source); it != st.off_loop.end()) {
+    auto then = std::move(it->second);
+    st.off_loop.erase(it);
+    then();
+    return;
+  }
   for (auto it = st.sessions.begin(); it != st.sessions.end(); ++it)
-    if (it->second.handle.address() == msg.source) {
-      // Destroyed, reaped, or failed to start: it no longer counts.
-      st.sessions.erase(it);
+    if (it->second.handle && it->second.handle.address() == msg.source) {
+      // Destroyed, reaped, or failed to start: its worker is gone (a session
+      // quits once its pool is down). It counts until its lease is released.
+      it->second.ending = true;
+      if (!it->second.finishing)
+        finish_session(self, it->first, {});
       return;
     }
   auto& subs = st.subscribers;
@@ -202,6 +231,92 @@ caf::error no_session(const std::string& id) {
   return make_error(castellan_errc::no_such_session, "no session '" + id + "'");
 }
 
+/// The session `ref` names when its caller owns it and it has not begun to
+/// end; null otherwise (one answer for "none" and "someone else's").
+session_entry* find_session(supervisor_ptr self, const session_ref& ref) {
+  auto it = self->state.sessions.find(ref.id);
+  if (it == self->state.sessions.end() || it->second.ending || !it->second.handle ||
+      it->second.info.owner != ref.owner)
+    return nullptr;
+  return &it->second;
+}
+
+/// Runs `work` on a thread of its own (a detached actor) and `then` in the
+/// supervisor once that thread is done: the store's blocking calls (mke2fs,
+/// fallocate, mount, unmount, unlink) never hold up the supervisor's
+/// messages. `work` must touch nothing of the supervisor's state.
+void off_loop(supervisor_ptr self, std::function<void()> work, std::function<void()> then) {
+  auto thread = self->spawn<caf::detached + caf::monitored>(
+    [work = std::move(work)](caf::blocking_actor*) { work(); });
+  self->state.off_loop.emplace(thread.address(), std::move(then));
+}
+
+caf::error workspaces_disabled() {
+  return make_error(castellan_errc::workspaces_disabled,
+                    "workspaces: this supervisor has no workspace store");
+}
+
+/// A failure of the store as the error a client gets (workspace_store.hpp
+/// classifies its failures by errno).
+caf::error workspace_error(const failure& f) {
+  switch (f.code) {
+    case EINVAL:
+      return make_error(castellan_errc::invalid_request, f.message);
+    case ENOENT:
+      return make_error(castellan_errc::no_such_workspace, f.message);
+    case EEXIST:
+      return make_error(castellan_errc::workspace_exists, f.message);
+    case EBUSY:
+      return make_error(castellan_errc::workspace_in_use, f.message);
+    case EDQUOT:
+      return make_error(castellan_errc::busy, f.message);
+    case ENOSPC:
+      return make_error(castellan_errc::no_space, f.message);
+    default:
+      return make_error(castellan_errc::io_failed, f.describe());
+  }
+}
+
+/// The workspace `name` as the store lists it now.
+outcome<workspace_info> workspace_info_of(workspace_store& store, const std::string& name) {
+  auto all = store.list();
+  if (!all)
+    return all.error();
+  for (auto& w : *all)
+    if (w.name == name)
+      return std::move(w);
+  return failure{ENOENT, "no workspace '" + name + "'"};
+}
+
+/// The session `id` is gone from the client's view: its lease is released
+/// (off the supervisor's thread: the last lease unmounts), then it is
+/// erased and stops counting, then `then` runs.
+void finish_session(supervisor_ptr self, const std::string& id, std::function<void()> then) {
+  auto& s = self->state;
+  auto it = s.sessions.find(id);
+  if (it == s.sessions.end() || it->second.finishing) {
+    if (then)
+      then();
+    return;
+  }
+  it->second.ending = true;
+  it->second.finishing = true;
+  auto lease = std::move(it->second.lease);
+  if (!lease) {
+    s.sessions.erase(it);
+    if (then)
+      then();
+    return;
+  }
+  off_loop(
+    self, [lease]() mutable { lease->release(); },
+    [=] {
+      self->state.sessions.erase(id);
+      if (then)
+        then();
+    });
+}
+
 void audit_refused_session(supervisor_ptr self, const session_options& opts,
                            const std::string& pool, const std::string& reason) {
   if (!self->state.audit)
@@ -214,8 +329,57 @@ void audit_refused_session(supervisor_ptr self, const session_options& opts,
   self->send(self->state.audit, std::move(rec));
 }
 
-/// Checks the limits, spawns the session from its pool's configuration and
-/// answers once its worker is ready (or why it is not).
+/// The second half of a create: the session's slot is taken (and its
+/// workspace leased); spawns it and answers `rp` once its worker is ready.
+void start_session(supervisor_ptr self, const std::string& id, session_options opts,
+                   caf::typed_response_promise<session_info> rp) {
+  auto& s = self->state;
+  auto entry = s.sessions.find(id);
+  if (entry == s.sessions.end() || entry->second.ending) {
+    rp.deliver(make_error(castellan_errc::shutting_down, "session: the supervisor is stopping"));
+    return;
+  }
+  const session_info info = entry->second.info;
+  auto pool = s.pools.find(info.pool);
+  if (pool == s.pools.end() || pool->second.for_policy) {
+    // Reconfigured away while the workspace was opened.
+    finish_session(self, id, [=]() mutable {
+      rp.deliver(make_error(castellan_errc::no_such_pool,
+                            "session: no configured pool named '" + info.pool + "'"));
+    });
+    return;
+  }
+  session_config sc;
+  sc.info = info;
+  sc.worker = session_worker_config(pool->second.cfg, info, entry->second.lease.get());
+  sc.audit = s.audit;
+  auto handle = spawn_session(self->system(), std::move(sc));
+  if (!handle) {
+    audit_refused_session(self, opts, info.pool, handle.error().describe());
+    auto err = make_error(castellan_errc::spawn_failed, handle.error());
+    finish_session(self, id, [=]() mutable { rp.deliver(err); });
+    return;
+  }
+  entry->second.handle = *handle;
+  self->monitor(*handle);
+  self->request(*handle, std::chrono::milliseconds(s.session_cfg.create_timeout_ms),
+                ready_atom::value)
+    .then([=](session_info& ready) mutable { rp.deliver(std::move(ready)); },
+          [=](caf::error& err) mutable {
+            // Not created after all: it goes, and counts until its worker
+            // is gone (its down message finishes it).
+            auto& s2 = self->state;
+            if (auto it = s2.sessions.find(id); it != s2.sessions.end() && !it->second.ending) {
+              it->second.ending = true;
+              caf::anon_send(it->second.handle, destroy_atom::value);
+            }
+            rp.deliver(std::move(err));
+          });
+}
+
+/// Checks the limits, takes the session's slot, opens its workspace (off
+/// the supervisor's thread), spawns the session from its pool's
+/// configuration and answers once its worker is ready (or why it is not).
 caf::result<session_info> create_session(supervisor_ptr self, session_options opts) {
   auto& s = self->state;
   if (s.shutting_down)
@@ -235,6 +399,10 @@ caf::result<session_info> create_session(supervisor_ptr self, session_options op
     return make_error(why.busy ? castellan_errc::busy : castellan_errc::invalid_request,
                       "session: " + why.reason);
   }
+  if (!info.workspace.empty() && !s.store) {
+    audit_refused_session(self, opts, name, "no workspace store");
+    return workspaces_disabled();
+  }
   do
     info.id = new_session_id();
   while (s.sessions.count(info.id) != 0);
@@ -242,32 +410,59 @@ caf::result<session_info> create_session(supervisor_ptr self, session_options op
   info.created_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
                       std::chrono::system_clock::now().time_since_epoch())
                       .count();
-  session_config sc;
-  sc.info = info;
-  sc.worker = session_worker_config(pool->second.cfg, info);
-  sc.audit = s.audit;
-  auto handle = spawn_session(self->system(), std::move(sc));
-  if (!handle) {
-    audit_refused_session(self, opts, name, handle.error().describe());
-    return make_error(castellan_errc::spawn_failed, handle.error());
-  }
-  s.sessions.emplace(info.id, session_entry{*handle, info});
-  self->monitor(*handle);
-  auto rp = self->make_response_promise<session_info>();
   const std::string id = info.id;
-  self->request(*handle, std::chrono::milliseconds(s.session_cfg.create_timeout_ms),
-                ready_atom::value)
-    .then([=](session_info& ready) mutable { rp.deliver(std::move(ready)); },
-          [=](caf::error& err) mutable {
-            // Not created after all: it goes, and stops counting.
-            auto& s2 = self->state;
-            if (auto it = s2.sessions.find(id); it != s2.sessions.end()) {
-              caf::anon_send(it->second.handle, destroy_atom::value);
-              s2.sessions.erase(it);
-            }
-            rp.deliver(std::move(err));
-          });
+  session_entry slot;
+  slot.info = info;
+  s.sessions.emplace(id, std::move(slot));
+  auto rp = self->make_response_promise<session_info>();
+  if (info.workspace.empty()) {
+    start_session(self, id, std::move(opts), rp);
+    return rp;
+  }
+  auto store = s.store;
+  auto leased = std::make_shared<std::optional<outcome<workspace_lease>>>();
+  off_loop(
+    self, [store, leased, ws = info.workspace] { leased->emplace(store->open_workspace(ws)); },
+    [=]() mutable {
+      auto& s2 = self->state;
+      auto it = s2.sessions.find(id);
+      if (!leased->has_value() || !**leased) {
+        const auto err = leased->has_value() ? workspace_error((**leased).error().wrap("session"))
+                                             : make_error(castellan_errc::io_failed,
+                                                          "session: the workspace was not opened");
+        audit_refused_session(self, opts, name, describe(err, self->system()));
+        if (it != s2.sessions.end())
+          s2.sessions.erase(it);
+        rp.deliver(err);
+        return;
+      }
+      if (it == s2.sessions.end()) {
+        rp.deliver(make_error(castellan_errc::shutting_down, "session: the supervisor is stopping"));
+        return; // the lease goes with `leased`
+      }
+      it->second.lease = std::make_shared<workspace_lease>(std::move(***leased));
+      start_session(self, id, std::move(opts), rp);
+    });
   return rp;
+}
+
+/// A workspace request in the store, off the supervisor's thread: `work`
+/// runs there and its outcome answers `rp`.
+template <class T>
+void store_call(supervisor_ptr self, caf::typed_response_promise<T> rp,
+                std::function<outcome<T>(workspace_store&)> work) {
+  auto store = self->state.store;
+  auto out = std::make_shared<std::optional<outcome<T>>>();
+  off_loop(
+    self, [store, out, work] { out->emplace(work(*store)); },
+    [rp, out]() mutable {
+      if (!out->has_value())
+        rp.deliver(make_error(castellan_errc::io_failed, "workspaces: the store did not answer"));
+      else if (!**out)
+        rp.deliver(workspace_error((**out).error()));
+      else
+        rp.deliver(std::move(***out));
+    });
 }
 
 /// How many answered exec ids the supervisor remembers for cancel answers.
@@ -384,6 +579,7 @@ struct observers {
   audit_actor audit;
   proxy_actor proxy;
   policy_actor policies;
+  std::shared_ptr<workspace_store> store;
 };
 
 /// Where a request with a request policy goes.
@@ -681,6 +877,9 @@ supervisor_internal_actor::behavior_type supervisor_impl(supervisor_ptr self, su
   }
   st.policy_cache = std::make_unique<request_policy_cache>(st.policy_cfg.cache_size);
   st.session_cfg = cfg.sessions;
+  st.store = obs.store;
+  if (cfg.workspaces)
+    st.workspace_cfg = *cfg.workspaces;
   for (auto& pc : cfg.pools) {
     st.order.push_back(pc.name);
     auto& entry = st.pools[pc.name];
@@ -857,7 +1056,8 @@ supervisor_internal_actor::behavior_type supervisor_impl(supervisor_ptr self, su
       s.shutting_down = true;
       // A session's pool is stopped as the session goes.
       for (auto& [id, session] : s.sessions)
-        self->send_exit(session.handle, caf::exit_reason::user_shutdown);
+        if (session.handle)
+          self->send_exit(session.handle, caf::exit_reason::user_shutdown);
       s.sessions.clear();
       for (auto& [name, entry] : s.pools)
         if (entry.handle)
@@ -949,11 +1149,11 @@ supervisor_internal_actor::behavior_type supervisor_impl(supervisor_ptr self, su
     [=](session_create_atom, session_options& opts) -> caf::result<session_info> {
       return create_session(self, std::move(opts));
     },
-    [=](session_get_atom, const std::string& id) -> caf::result<session_actor> {
-      auto it = self->state.sessions.find(id);
-      if (it == self->state.sessions.end())
-        return no_session(id);
-      return it->second.handle;
+    [=](session_get_atom, const session_ref& ref) -> caf::result<session_actor> {
+      auto* entry = find_session(self, ref);
+      if (entry == nullptr)
+        return no_session(ref.id);
+      return entry->handle;
     },
     [=](session_list_atom) -> std::vector<session_info> {
       std::vector<session_info> out;
@@ -961,27 +1161,90 @@ supervisor_internal_actor::behavior_type supervisor_impl(supervisor_ptr self, su
         out.push_back(session.info);
       return out;
     },
-    [=](exec_atom, const std::string& id, exec_request& req) -> caf::result<exec_result> {
-      auto it = self->state.sessions.find(id);
-      if (it == self->state.sessions.end())
-        return no_session(id);
-      return self->delegate(it->second.handle, exec_atom::value, std::move(req));
+    [=](session_list_atom, const std::string& owner) -> std::vector<session_info> {
+      std::vector<session_info> out;
+      for (const auto& [id, session] : self->state.sessions)
+        if (session.info.owner == owner)
+          out.push_back(session.info);
+      return out;
     },
-    [=](status_atom, const std::string& id) -> caf::result<session_stats> {
-      auto it = self->state.sessions.find(id);
-      if (it == self->state.sessions.end())
-        return no_session(id);
-      return self->delegate(it->second.handle, status_atom::value);
+    [=](exec_atom, const session_ref& ref, exec_request& req) -> caf::result<exec_result> {
+      auto* entry = find_session(self, ref);
+      if (entry == nullptr)
+        return no_session(ref.id);
+      return self->delegate(entry->handle, exec_atom::value, std::move(req));
     },
-    [=](destroy_atom, const std::string& id) -> caf::result<session_stats> {
+    [=](status_atom, const session_ref& ref) -> caf::result<session_stats> {
+      auto* entry = find_session(self, ref);
+      if (entry == nullptr)
+        return no_session(ref.id);
+      return self->delegate(entry->handle, status_atom::value);
+    },
+    [=](destroy_atom, const session_ref& ref) -> caf::result<session_stats> {
+      auto* entry = find_session(self, ref);
+      if (entry == nullptr)
+        return no_session(ref.id);
+      // Unreachable by its id from now on; it counts until its worker and
+      // cgroup are gone (the session answers once they are) and its lease
+      // is released: a create after this answer fits, one before it does not.
+      entry->ending = true;
+      const std::string id = ref.id;
+      auto rp = self->make_response_promise<session_stats>();
+      self->request(entry->handle, caf::infinite, destroy_atom::value)
+        .then(
+          [=](session_stats& last) mutable {
+            finish_session(self, id, [=]() mutable { rp.deliver(std::move(last)); });
+          },
+          [=](caf::error& err) mutable {
+            finish_session(self, id, [=]() mutable { rp.deliver(std::move(err)); });
+          });
+      return rp;
+    },
+    [=](workspace_create_atom, std::string& name,
+        uint64_t quota) -> caf::result<workspace_info> {
       auto& s = self->state;
-      auto it = s.sessions.find(id);
-      if (it == s.sessions.end())
-        return no_session(id);
-      // It stops counting now: a create right after the answer must fit.
-      auto handle = it->second.handle;
-      s.sessions.erase(it);
-      return self->delegate(handle, destroy_atom::value);
+      if (!s.store)
+        return workspaces_disabled();
+      if (quota == 0)
+        quota = s.workspace_cfg.default_quota_bytes;
+      if (quota > s.workspace_cfg.max_quota_bytes)
+        return make_error(castellan_errc::invalid_request,
+                          "workspace '" + name + "': a quota of " + std::to_string(quota) +
+                            " bytes is above the maximum of " +
+                            std::to_string(s.workspace_cfg.max_quota_bytes));
+      auto rp = self->make_response_promise<workspace_info>();
+      store_call<workspace_info>(self, rp, [name, quota](workspace_store& store)
+                                             -> outcome<workspace_info> {
+        if (auto ok = store.create(name, quota); !ok)
+          return ok.error();
+        return workspace_info_of(store, name);
+      });
+      return rp;
+    },
+    [=](workspace_list_atom) -> caf::result<std::vector<workspace_info>> {
+      if (!self->state.store)
+        return workspaces_disabled();
+      auto rp = self->make_response_promise<std::vector<workspace_info>>();
+      store_call<std::vector<workspace_info>>(
+        self, rp, [](workspace_store& store) { return store.list(); });
+      return rp;
+    },
+    [=](workspace_remove_atom, std::string& name) -> caf::result<workspace_info> {
+      if (!self->state.store)
+        return workspaces_disabled();
+      auto rp = self->make_response_promise<workspace_info>();
+      store_call<workspace_info>(self, rp, [name](workspace_store& store)
+                                             -> outcome<workspace_info> {
+        if (auto ok = validate_workspace_name(name); !ok)
+          return failure{EINVAL, ok.error().message};
+        auto last = workspace_info_of(store, name);
+        if (!last)
+          return last.error();
+        if (auto ok = store.remove(name); !ok)
+          return ok.error();
+        return last;
+      });
+      return rp;
     },
     [=](pool_idle_atom, const std::string& name, uint64_t generation) {
       auto& s = self->state;
@@ -1089,6 +1352,25 @@ outcome<supervisor_actor> spawn_supervisor(caf::actor_system& sys, supervisor_co
   if (cfg.policy_pools.idle_timeout_ms == 0) {
     stop_policies();
     return logic_failure("supervisor: policy_pools.idle_timeout_ms must be at least 1");
+  }
+  if (cfg.workspaces) {
+    auto& ws = *cfg.workspaces;
+    if (ws.default_quota_bytes == 0 || ws.default_quota_bytes > ws.max_quota_bytes)
+      return stop_policies(),
+             logic_failure("supervisor: workspaces: the default quota (" +
+                           std::to_string(ws.default_quota_bytes) +
+                           " bytes) must be at least 1 and at most the maximum quota (" +
+                           std::to_string(ws.max_quota_bytes) + " bytes)");
+    if (ws.store.owner.uid == 0 && ws.store.owner.gid == 0) {
+      auto owner = sandbox_owner();
+      if (!owner)
+        return stop_policies(), owner.error().wrap("supervisor: workspaces");
+      ws.store.owner = *owner;
+    }
+    auto store = workspace_store::open(ws.store);
+    if (!store)
+      return stop_policies(), store.error().wrap("supervisor: workspaces");
+    obs.store = std::move(*store);
   }
   obs.telemetry = spawn_telemetry(sys);
   if (cfg.audit) {

@@ -19,6 +19,7 @@
 #include "actors/proxy/proxy_actor.hpp"
 #include "actors/session/session_actor.hpp"
 #include "actors/session/session_limits.hpp"
+#include "actors/session/workspace_config.hpp"
 #include "actors/supervisor/request_policy.hpp"
 #include "actors/telemetry/telemetry_actor.hpp"
 #include "ipc/outcome.hpp"
@@ -67,18 +68,44 @@ using supervisor_actor = caf::typed_actor<
   // Creates a session from the configuration of the pool options.pool names
   // (the default pool when empty; not a request policy's pool) and answers
   // once its worker is ready. `busy` (castellan_errc::busy) when
-  // sessions.max_sessions exist, or the owner holds sessions.max_per_owner.
+  // sessions.max_sessions exist, or the owner holds sessions.max_per_owner;
+  // a session counts from its create until its worker and cgroup are gone.
+  // options.workspace names a workspace of the store (`no_such_workspace`,
+  // `workspaces_disabled` without a store); the session holds a lease on it
+  // until its worker is gone.
   caf::replies_to<session_create_atom, session_options>::with<session_info>,
-  // The session of that id (`no_such_session` when there is none).
-  caf::replies_to<session_get_atom, std::string>::with<session_actor>,
-  // Every session, in the order of their ids.
+  // By-id messages name the session and the caller's owner (session_ref):
+  // a session of another owner is answered `no_such_session`, as one that
+  // does not exist is.
+  // The session's handle.
+  caf::replies_to<session_get_atom, session_ref>::with<session_actor>,
+  // Every session that counts against the limits (starting, running,
+  // ended, being destroyed), in the order of their ids: for the operator.
   caf::replies_to<session_list_atom>::with<std::vector<session_info>>,
-  // The same as sending these to the session of that id (for the API).
-  caf::replies_to<exec_atom, std::string, exec_request>::with<exec_result>,
-  caf::replies_to<status_atom, std::string>::with<session_stats>,
-  // Destroys the session: its worker and cgroup are gone when this answers,
-  // and it no longer counts against the limits.
-  caf::replies_to<destroy_atom, std::string>::with<session_stats>,
+  // The sessions of that owner, in the order of their ids.
+  caf::replies_to<session_list_atom, std::string>::with<std::vector<session_info>>,
+  // The same as sending these to the session (for the API).
+  caf::replies_to<exec_atom, session_ref, exec_request>::with<exec_result>,
+  caf::replies_to<status_atom, session_ref>::with<session_stats>,
+  // Destroys the session: its worker and cgroup are gone and its workspace
+  // lease released when this answers, and it no longer counts against the
+  // limits.
+  caf::replies_to<destroy_atom, session_ref>::with<session_stats>,
+  // -- workspaces (actors/session/workspace_store.hpp, docs/workspaces.md) -------
+  // Each is answered `workspaces_disabled` when the supervisor has no store
+  // (supervisor_config::workspaces). The store's work (mke2fs, fallocate,
+  // mount, unlink) runs on a thread of its own, never in the supervisor.
+  // Creates a workspace: a name (workspace_name.hpp; `invalid_request`
+  // otherwise) and a quota in bytes (0: workspaces.default_quota_bytes;
+  // above workspaces.max_quota_bytes: `invalid_request`). `workspace_exists`
+  // for a name taken, `busy` at a cap of the store, `no_space` when the
+  // host's disk cannot hold the quota.
+  caf::replies_to<workspace_create_atom, std::string, uint64_t>::with<workspace_info>,
+  // Every workspace of the store, by name.
+  caf::replies_to<workspace_list_atom>::with<std::vector<workspace_info>>,
+  // Removes a workspace and its files, answering it as it was last:
+  // `workspace_in_use` while a session holds it, `no_such_workspace`.
+  caf::replies_to<workspace_remove_atom, std::string>::with<workspace_info>,
   // Stop every pool and session, flush the audit log and quit.
   caf::reacts_to<shutdown_atom>>;
 
@@ -115,6 +142,10 @@ struct supervisor_config {
   std::optional<policy_config> policies;
   /// How many sessions may exist, and for how long.
   session_limits sessions;
+  /// The workspace store, opened by spawn_supervisor (which fails when it
+  /// cannot be: it needs root); without it, workspace messages and a
+  /// session that names a workspace are answered `workspaces_disabled`.
+  std::optional<workspace_config> workspaces;
 };
 
 /// Checks the configuration (and each pool's files) and spawns the supervisor

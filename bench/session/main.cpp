@@ -89,10 +89,10 @@ int main(int argc, char** argv) {
                [&](caf::error& err) {
                  std::fprintf(stderr, "bench_session: create: %s\n", describe(err, sys).c_str());
                });
-    ok = !id.empty() && exec_ok(self, *sup, exec_atom::value, id, pass);
+    ok = !id.empty() && exec_ok(self, *sup, exec_atom::value, session_ref{id, {}}, pass);
     session_create.add(micros_since(t0));
     if (!id.empty())
-      self->request(*sup, std::chrono::seconds(60), destroy_atom::value, id)
+      self->request(*sup, std::chrono::seconds(60), destroy_atom::value, session_ref{id, {}})
         .receive([](session_stats&) {}, [](caf::error&) {});
 
     t0 = clock_type::now();
@@ -109,7 +109,7 @@ int main(int argc, char** argv) {
   self->request(*sup, std::chrono::seconds(60), session_create_atom::value, session_options{})
     .receive([&](session_info& info) { id = info.id; }, [](caf::error&) {});
   if (!id.empty())
-    self->request(*sup, std::chrono::seconds(60), session_get_atom::value, id)
+    self->request(*sup, std::chrono::seconds(60), session_get_atom::value, session_ref{id, {}})
       .receive([&](session_actor& s) { session = s; }, [](caf::error&) {});
   ok = ok && session;
   bench::samples in_session;
@@ -117,7 +117,7 @@ int main(int argc, char** argv) {
   bench::samples stateless;
   for (int i = 0; ok && i < execs; ++i) {
     auto t0 = clock_type::now();
-    ok = exec_ok(self, *sup, exec_atom::value, id, pass);
+    ok = exec_ok(self, *sup, exec_atom::value, session_ref{id, {}}, pass);
     in_session.add(micros_since(t0));
     t0 = clock_type::now();
     ok = ok && exec_ok(self, session, exec_atom::value, pass);

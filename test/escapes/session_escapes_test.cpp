@@ -48,7 +48,7 @@ struct sessions_under_default : test::actor_system_fixture {
     exec_request req;
     req.code = std::move(code);
     exec_result out;
-    self->request(sup, 60s, exec_atom::value, id, std::move(req))
+    self->request(sup, 60s, exec_atom::value, session_ref{id, {}}, std::move(req))
       .receive([&](exec_result& r) { out = std::move(r); },
                [&](caf::error& err) { BOOST_FAIL("exec: " << describe(err, sys)); });
     return out;
@@ -56,7 +56,7 @@ struct sessions_under_default : test::actor_system_fixture {
 
   int32_t worker_pid(const std::string& id) {
     int32_t pid = 0;
-    self->request(sup, 30s, status_atom::value, id)
+    self->request(sup, 30s, status_atom::value, session_ref{id, {}})
       .receive([&](session_stats& s) { pid = s.worker.pid; },
                [&](caf::error& err) { BOOST_FAIL("status: " << describe(err, sys)); });
     return pid;

@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <fstream>
+#include <map>
 #include <set>
 #include <sstream>
 #include <string>
@@ -16,7 +17,9 @@
 
 #include "actors/errors.hpp"
 #include "support/actor_system_fixture.hpp"
+#include "support/skip.hpp"
 #include "support/temp_dir.hpp"
+#include "support/workspace_support.hpp"
 
 using namespace castellan;
 using namespace std::chrono_literals;
@@ -37,6 +40,46 @@ struct session_fixture : test::actor_system_fixture {
     return handle;
   }
 
+  /// With a workspace store in `dir` (`ws` its settings, the directory set here).
+  supervisor_actor start_with_store(const std::string& dir, workspace_config ws = {},
+                                    session_limits limits = {}) {
+    supervisor_config sc;
+    auto pc = test_pool(1);
+    pc.mode = exec_mode::shared;
+    sc.pools = {pc};
+    sc.sessions = limits;
+    ws.store.directory = dir;
+    sc.workspaces = ws;
+    auto sup = spawn_supervisor(sys, sc);
+    BOOST_REQUIRE_MESSAGE(sup, (sup ? "" : sup.error().describe()));
+    handle = *sup;
+    return handle;
+  }
+
+  caf::expected<workspace_info> ws_create(const std::string& name, uint64_t quota) {
+    caf::expected<workspace_info> out{caf::error{}};
+    self->request(handle, 60s, workspace_create_atom::value, name, quota)
+      .receive([&](workspace_info& w) { out = std::move(w); },
+               [&](caf::error& err) { out = std::move(err); });
+    return out;
+  }
+
+  caf::expected<workspace_info> ws_remove(const std::string& name) {
+    caf::expected<workspace_info> out{caf::error{}};
+    self->request(handle, 60s, workspace_remove_atom::value, name)
+      .receive([&](workspace_info& w) { out = std::move(w); },
+               [&](caf::error& err) { out = std::move(err); });
+    return out;
+  }
+
+  std::vector<workspace_info> ws_list() {
+    std::vector<workspace_info> out;
+    self->request(handle, 60s, workspace_list_atom::value)
+      .receive([&](std::vector<workspace_info>& xs) { out = std::move(xs); },
+               [&](caf::error& err) { BOOST_FAIL("workspace list: " << describe(err, sys)); });
+    return out;
+  }
+
   ~session_fixture() {
     if (handle)
       caf::anon_send(handle, shutdown_atom::value);
@@ -55,13 +98,17 @@ struct session_fixture : test::actor_system_fixture {
     auto info = try_create(std::move(opts));
     BOOST_REQUIRE_MESSAGE(info, (info ? "" : describe(info.error(), sys)));
     BOOST_REQUIRE(info->id.rfind("s-", 0) == 0u);
+    owners[info->id] = info->owner;
     return *info;
   }
+
+  /// Session `id` as its owner names it (the owner create() saw).
+  session_ref ref(const std::string& id) { return session_ref{id, owners[id]}; }
 
   /// An exec in session `id` through the supervisor, or its error.
   caf::expected<exec_result> try_exec(const std::string& id, exec_request req) {
     caf::expected<exec_result> out{caf::error{}};
-    self->request(handle, 60s, exec_atom::value, id, std::move(req))
+    self->request(handle, 60s, exec_atom::value, ref(id), std::move(req))
       .receive([&](exec_result& r) { out = std::move(r); },
                [&](caf::error& err) { out = std::move(err); });
     return out;
@@ -78,7 +125,7 @@ struct session_fixture : test::actor_system_fixture {
   session_stats stats(const std::string& id) {
     session_stats out;
     bool got = false;
-    self->request(handle, 30s, status_atom::value, id)
+    self->request(handle, 30s, status_atom::value, ref(id))
       .receive(
         [&](session_stats& s) {
           out = std::move(s);
@@ -92,7 +139,7 @@ struct session_fixture : test::actor_system_fixture {
   session_stats destroy(const std::string& id) {
     session_stats out;
     bool got = false;
-    self->request(handle, 30s, destroy_atom::value, id)
+    self->request(handle, 30s, destroy_atom::value, ref(id))
       .receive(
         [&](session_stats& s) {
           out = std::move(s);
@@ -124,6 +171,7 @@ struct session_fixture : test::actor_system_fixture {
   }
 
   supervisor_actor handle;
+  std::map<std::string, std::string> owners;
 };
 
 /// The cgroup directories of process `pid`, from /proc/PID/cgroup and the
@@ -190,7 +238,7 @@ BOOST_AUTO_TEST_CASE(state_persists_across_execs_and_not_across_sessions) {
   BOOST_TEST(run_code(a.id, "print(y)").stdout_data == "21\n");
   // Straight to the session's handle, the same state.
   session_actor direct;
-  self->request(handle, 10s, session_get_atom::value, a.id)
+  self->request(handle, 10s, session_get_atom::value, ref(a.id))
     .receive([&](session_actor& s) { direct = s; },
              [&](caf::error& err) { BOOST_FAIL("get: " << describe(err, sys)); });
   BOOST_REQUIRE(direct);
@@ -435,41 +483,169 @@ BOOST_AUTO_TEST_CASE(a_thread_left_running_keeps_the_worker) {
 }
 
 BOOST_AUTO_TEST_CASE(the_workspace_is_bound_writable_at_slash_workspace) {
-  start();
-  test::temp_dir ws;
-  const std::string ws_path = ws.path.string();
-  BOOST_REQUIRE(::chmod(ws_path.c_str(), 0777) == 0);
+  if (auto why = test::workspace_kernel_lacks())
+    return test::skip(*why);
+  test::temp_dir tmp;
+  test::mount_sweeper sweeper{tmp.path.string()};
+  start_with_store(tmp.file("workspaces"));
+  auto made = ws_create("notes", 16u << 20);
+  BOOST_REQUIRE_MESSAGE(made, (made ? "" : describe(made.error(), sys)));
+  BOOST_TEST(made->quota_bytes == (16u << 20));
+  BOOST_TEST(made->image_bytes >= made->quota_bytes); // allocated whole, not sparse
+  BOOST_TEST(!made->mounted);
   session_options opts;
-  opts.workspace = ws_path;
+  opts.workspace = "notes";
   auto s = create(opts);
-  BOOST_TEST(s.workspace == ws_path);
+  BOOST_TEST(s.workspace == "notes");
   auto r = run_code(s.id, "import os\n"
                           "print(os.getcwd())\n"
                           "open('/workspace/result.txt', 'w').write('written inside')\n");
   BOOST_TEST(r.exit_code == 0, r.stderr_data);
   BOOST_TEST(r.stdout_data == "/workspace\n");
-  std::ifstream in(ws_path + "/result.txt");
-  std::stringstream got;
-  got << in.rdbuf();
-  BOOST_TEST(got.str() == "written inside");
+  auto listed_ws = ws_list();
+  BOOST_REQUIRE_EQUAL(listed_ws.size(), 1u);
+  BOOST_TEST(listed_ws.front().mounted);
+  BOOST_TEST(listed_ws.front().users == 1u);
+  // Removing it while the session binds it is refused, clearly.
+  auto busy = ws_remove("notes");
+  BOOST_REQUIRE(!busy);
+  BOOST_TEST((code_of(busy.error()) == castellan_errc::workspace_in_use));
+  BOOST_TEST(describe(busy.error(), sys).find("workspace 'notes' is in use") != std::string::npos,
+             describe(busy.error(), sys));
   destroy(s.id);
-  // The workspace outlives the session.
-  BOOST_TEST(dir_exists(ws_path + "/result.txt"));
+  // The lease went with the session, and the mount with the last lease.
+  listed_ws = ws_list();
+  BOOST_REQUIRE_EQUAL(listed_ws.size(), 1u);
+  BOOST_TEST(listed_ws.front().users == 0u);
+  BOOST_TEST(!listed_ws.front().mounted);
+  // The files outlive the session: the next one reads them.
+  auto again = create(opts);
+  BOOST_TEST(run_code(again.id, "print(open('result.txt').read())").stdout_data ==
+             "written inside\n");
+  destroy(again.id);
+  // Free once the destroy answered: no wait.
+  auto removed = ws_remove("notes");
+  BOOST_REQUIRE_MESSAGE(removed, (removed ? "" : describe(removed.error(), sys)));
+  BOOST_TEST(removed->name == "notes");
+  BOOST_TEST(ws_list().empty());
+  auto gone = try_create(opts);
+  BOOST_REQUIRE(!gone);
+  BOOST_TEST((code_of(gone.error()) == castellan_errc::no_such_workspace));
+  BOOST_TEST(list().empty());
 }
 
-BOOST_AUTO_TEST_CASE(a_missing_pool_or_a_relative_workspace_is_refused) {
-  start();
+BOOST_AUTO_TEST_CASE(workspace_requests_are_checked_and_capped) {
+  if (auto why = test::workspace_kernel_lacks())
+    return test::skip(*why);
+  test::temp_dir tmp;
+  test::mount_sweeper sweeper{tmp.path.string()};
+  workspace_config ws;
+  ws.store.max_workspaces = 2;
+  ws.default_quota_bytes = 8u << 20;
+  ws.max_quota_bytes = 16ull << 40;
+  start_with_store(tmp.file("workspaces"), ws);
+  for (const std::string name : {"../x", "a/b", ".", "", "Upper"}) {
+    auto bad = ws_create(name, 0);
+    BOOST_REQUIRE(!bad);
+    BOOST_TEST((code_of(bad.error()) == castellan_errc::invalid_request), name);
+  }
+  auto a = ws_create("a", 0);
+  BOOST_REQUIRE_MESSAGE(a, (a ? "" : describe(a.error(), sys)));
+  BOOST_TEST(a->quota_bytes == (8u << 20)); // the default
+  auto twice = ws_create("a", 0);
+  BOOST_REQUIRE(!twice);
+  BOOST_TEST((code_of(twice.error()) == castellan_errc::workspace_exists));
+  // More than the disk has: refused at create, saying where and how much.
+  auto huge = ws_create("huge", 15ull << 40);
+  BOOST_REQUIRE(!huge);
+  BOOST_TEST((code_of(huge.error()) == castellan_errc::no_space));
+  const auto why = describe(huge.error(), sys);
+  BOOST_TEST(why.find(tmp.path.string()) != std::string::npos, why);
+  BOOST_TEST(why.find("bytes free") != std::string::npos, why);
+  BOOST_TEST(why.find(std::to_string(15ull << 40)) != std::string::npos, why);
+  BOOST_REQUIRE(ws_create("b", 0));
+  auto third = ws_create("c", 0);
+  BOOST_REQUIRE(!third);
+  BOOST_TEST((code_of(third.error()) == castellan_errc::busy));
+  BOOST_TEST(ws_list().size() == 2u);
+  auto missing = ws_remove("nope");
+  BOOST_REQUIRE(!missing);
+  BOOST_TEST((code_of(missing.error()) == castellan_errc::no_such_workspace));
+  BOOST_REQUIRE(ws_remove("a"));
+  BOOST_REQUIRE(ws_remove("b"));
+}
+
+BOOST_AUTO_TEST_CASE(a_workspace_must_be_a_name_of_the_store) {
+  start(); // no store
   session_options opts;
   opts.pool = "nope";
   auto r = try_create(opts);
   BOOST_REQUIRE(!r);
   BOOST_TEST((code_of(r.error()) == castellan_errc::no_such_pool));
   opts.pool.clear();
-  opts.workspace = "relative/dir";
+  // Paths are names no workspace has: refused before anything is opened.
+  for (const std::string path : {"relative/dir", "/etc", "/tmp", "../x", "..", "."}) {
+    opts.workspace = path;
+    r = try_create(opts);
+    BOOST_REQUIRE(!r);
+    BOOST_TEST((code_of(r.error()) == castellan_errc::invalid_request), path);
+  }
+  opts.workspace = "notes";
   r = try_create(opts);
   BOOST_REQUIRE(!r);
-  BOOST_TEST((code_of(r.error()) == castellan_errc::invalid_request));
+  BOOST_TEST((code_of(r.error()) == castellan_errc::workspaces_disabled));
+  auto ws = ws_create("notes", 0);
+  BOOST_REQUIRE(!ws);
+  BOOST_TEST((code_of(ws.error()) == castellan_errc::workspaces_disabled));
   BOOST_TEST(list().empty());
+}
+
+BOOST_AUTO_TEST_CASE(another_owners_session_is_answered_as_none) {
+  start();
+  session_options opts;
+  opts.owner = "alice";
+  auto s = create(opts);
+  const session_ref as_bob{s.id, "bob"};
+  const session_ref unknown{"s-0000000000000000", "bob"};
+  auto message_of = [&](const caf::error& err) {
+    BOOST_TEST((code_of(err) == castellan_errc::no_such_session));
+    // The same words as for an id that does not exist, but for the id.
+    auto text = describe(err, sys);
+    auto at = text.find(s.id);
+    return at == std::string::npos ? text : text.replace(at, s.id.size(), unknown.id);
+  };
+  auto answer = [&](const session_ref& who) {
+    std::vector<std::string> out;
+    self->request(handle, 30s, exec_atom::value, who, exec_request{})
+      .receive([&](exec_result&) { out.push_back("exec answered"); },
+               [&](caf::error& err) { out.push_back(message_of(err)); });
+    self->request(handle, 30s, status_atom::value, who)
+      .receive([&](session_stats&) { out.push_back("status answered"); },
+               [&](caf::error& err) { out.push_back(message_of(err)); });
+    self->request(handle, 30s, session_get_atom::value, who)
+      .receive([&](session_actor&) { out.push_back("get answered"); },
+               [&](caf::error& err) { out.push_back(message_of(err)); });
+    self->request(handle, 30s, destroy_atom::value, who)
+      .receive([&](session_stats&) { out.push_back("destroy answered"); },
+               [&](caf::error& err) { out.push_back(message_of(err)); });
+    return out;
+  };
+  BOOST_TEST(answer(as_bob) == answer(unknown));
+  BOOST_TEST(answer(as_bob).front() != "exec answered");
+  // Bob's list does not show it; alice's does; the session is untouched.
+  std::vector<session_info> bobs{session_info{}};
+  self->request(handle, 30s, session_list_atom::value, std::string("bob"))
+    .receive([&](std::vector<session_info>& xs) { bobs = std::move(xs); },
+             [&](caf::error& err) { BOOST_FAIL("list: " << describe(err, sys)); });
+  BOOST_TEST(bobs.empty());
+  std::vector<session_info> alices;
+  self->request(handle, 30s, session_list_atom::value, std::string("alice"))
+    .receive([&](std::vector<session_info>& xs) { alices = std::move(xs); },
+             [&](caf::error& err) { BOOST_FAIL("list: " << describe(err, sys)); });
+  BOOST_REQUIRE_EQUAL(alices.size(), 1u);
+  BOOST_TEST(alices.front().id == s.id);
+  BOOST_TEST(run_code(s.id, "print('still here')").stdout_data == "still here\n");
+  destroy(s.id);
 }
 
 BOOST_AUTO_TEST_SUITE_END()
