@@ -149,25 +149,27 @@ struct exec_answerer {
 
   /// Runs `req` (on a pool, or in the session `session` when not empty)
   /// and answers `request_id`; streamed when its output_sink is set.
-  void run(const supervisor_actor& supervisor, uint64_t request_id, std::string session,
+  void run(const supervisor_actor& supervisor, uint64_t request_id, session_ref session,
            exec_request req, std::string id) const {
     const uint64_t exec_id = req.exec_id;
     const bool stream = static_cast<bool>(req.output_sink);
     if (stream)
       streams->emplace(exec_id, output_events(request_id));
-    if (session.empty()) {
+    if (session.id.empty()) {
       auto pending = self->request(supervisor, caf::infinite, exec_atom::value, std::move(req));
       if (stream)
-        streamed(std::move(pending), request_id, exec_id, std::move(id), std::move(session));
+        streamed(std::move(pending), request_id, exec_id, std::move(id), std::string{});
       else
-        plain(std::move(pending), request_id, std::move(id), std::move(session));
+        plain(std::move(pending), request_id, std::move(id), std::string{});
     } else {
+      std::string session_id = session.id;
       auto pending =
-          self->request(supervisor, caf::infinite, exec_atom::value, session, std::move(req));
+          self->request(supervisor, caf::infinite, exec_atom::value, std::move(session),
+                        std::move(req));
       if (stream)
-        streamed(std::move(pending), request_id, exec_id, std::move(id), std::move(session));
+        streamed(std::move(pending), request_id, exec_id, std::move(id), std::move(session_id));
       else
-        plain(std::move(pending), request_id, std::move(id), std::move(session));
+        plain(std::move(pending), request_id, std::move(id), std::move(session_id));
     }
   }
 };
@@ -185,7 +187,7 @@ caf::behavior api_behavior(caf::event_based_actor* self, supervisor_actor superv
       [=](exec_atom, uint64_t request_id, exec_request& req, std::string& id) {
         execs.run(supervisor, request_id, {}, std::move(req), std::move(id));
       },
-      [=](exec_atom, uint64_t request_id, std::string& session, exec_request& req,
+      [=](exec_atom, uint64_t request_id, session_ref& session, exec_request& req,
           std::string& id) {
         execs.run(supervisor, request_id, std::move(session), std::move(req), std::move(id));
       },
@@ -284,7 +286,7 @@ caf::behavior api_behavior(caf::event_based_actor* self, supervisor_actor superv
       },
       // A session's exec: its session cancels it (which ends the session
       // when it runs: its worker is killed).
-      [=](cancel_atom, uint64_t exec_id, std::string& session) {
+      [=](cancel_atom, uint64_t exec_id, session_ref& session) {
         self->request(supervisor, query_timeout, session_get_atom::value, session)
             .then(
                 [=](session_actor& handle) {
@@ -294,7 +296,7 @@ caf::behavior api_behavior(caf::event_based_actor* self, supervisor_actor superv
                 [](caf::error&) {});
       },
       [=](cancel_atom, uint64_t request_id, uint64_t exec_id, std::string& id,
-          std::string& session) {
+          session_ref& session) {
         auto unavailable = [=](caf::error& err) {
           responder->complete(
               request_id,

@@ -12,7 +12,7 @@
 ///                                                   → POST /v1/exec, /v1/run; streamed
 ///                                                     when the request's output_sink
 ///                                                     is this actor
-///   (exec_atom, uint64_t request_id, std::string session, exec_request, std::string id)
+///   (exec_atom, uint64_t request_id, session_ref session, exec_request, std::string id)
 ///                                                   → POST /v1/sessions/{id}/exec, /run
 ///   (exec_output_atom, exec_output)                 ← a piece of a streamed exec's output
 ///   (status_atom, uint64_t request_id)              → GET /v1/pools
@@ -24,8 +24,8 @@
 ///   (cancel_atom, uint64_t exec_id)                 → cancel that exec (no answer)
 ///   (cancel_atom, uint64_t request_id, uint64_t exec_id, std::string id)
 ///                                                   → DELETE /v1/execs/{id}
-///   (cancel_atom, uint64_t exec_id, std::string session)
-///   (cancel_atom, uint64_t request_id, uint64_t exec_id, std::string id, std::string session)
+///   (cancel_atom, uint64_t exec_id, session_ref session)
+///   (cancel_atom, uint64_t request_id, uint64_t exec_id, std::string id, session_ref session)
 ///                                                   → the same for an exec in a session
 ///   and the session routes' messages (session_routes.hpp)
 

@@ -127,9 +127,10 @@ struct in_flight_exec {
   std::string template_pool;
   /// Its answer is streamed and has begun (api_responder::stream).
   bool streaming = false;
-  /// The session it runs in; empty for an exec on a pool. Its session
-  /// cancels it, not the supervisor.
-  std::string session;
+  /// The session it runs in and that session's owner, as the supervisor's
+  /// by-id messages take them; an empty id for an exec on a pool. Its
+  /// session cancels it, not the supervisor.
+  session_ref session;
 };
 
 /// Whether `who` may cancel `exec`. A caller without a token (the unix
@@ -270,7 +271,7 @@ struct api_service::state final : api_responder, audit_stream_sink {
 
   /// Cancels `x` (no answer): its session does, or the supervisor. Under `m`.
   void send_cancel(const in_flight_exec& x) {
-    if (x.session.empty())
+    if (x.session.id.empty())
       caf::anon_send(actor, cancel_atom::value, x.exec_id);
     else
       caf::anon_send(actor, cancel_atom::value, x.exec_id, x.session);
@@ -677,7 +678,9 @@ struct api_service::state final : api_responder, audit_stream_sink {
       x.id = body.id;
       x.owner = who;
       x.pool = pool;
-      x.session = session;
+      if (in_session != nullptr)
+        x.session = session_ref{session, in_session->owner};
+      const session_ref in = x.session;
       if (!er.policy.empty())
         x.template_pool = default_pool;
       if (!x.id.empty())
@@ -690,8 +693,7 @@ struct api_service::state final : api_responder, audit_stream_sink {
       if (session.empty())
         caf::anon_send(actor, exec_atom::value, req.id, std::move(er), std::move(body.id));
       else
-        caf::anon_send(actor, exec_atom::value, req.id, session, std::move(er),
-                       std::move(body.id));
+        caf::anon_send(actor, exec_atom::value, req.id, in, std::move(er), std::move(body.id));
     }
   }
 
@@ -714,7 +716,7 @@ struct api_service::state final : api_responder, audit_stream_sink {
                                               "' (a client's id or an exec_id)"));
       return;
     }
-    if (found->second.session.empty())
+    if (found->second.session.id.empty())
       caf::anon_send(actor, cancel_atom::value, req.id, found->second.exec_id, found->second.id);
     else
       caf::anon_send(actor, cancel_atom::value, req.id, found->second.exec_id, found->second.id,

@@ -95,13 +95,16 @@ std::variant<http_response, caf::message> decide_session_request(const http_requ
     if (req.method != "GET" && req.method != "DELETE")
       return method_not_allowed(req, path, "GET, DELETE");
     // Another token's session reads as no session at all.
-    if (gate.sessions.find(route.id, who) == nullptr)
+    const auto* known = gate.sessions.find(route.id, who);
+    if (known == nullptr)
       return no_such_session(route.id);
+    // The supervisor checks the owner again (session_ref).
+    session_ref ref{route.id, known->owner};
     if (req.method == "GET")
-      return caf::make_message(session_get_atom::value, req.id, route.id);
+      return caf::make_message(session_get_atom::value, req.id, std::move(ref));
     // From now on no exec is admitted to it.
     gate.sessions.erase(route.id);
-    return caf::make_message(destroy_atom::value, req.id, route.id);
+    return caf::make_message(destroy_atom::value, req.id, std::move(ref));
   }
   case session_route::kind::exec:
   case session_route::kind::run:
@@ -159,8 +162,9 @@ caf::message_handler session_handlers(caf::event_based_actor* self, supervisor_a
                   responder->complete(request_id, unavailable(err, self->system()));
                 });
       },
-      [=](session_get_atom, uint64_t request_id, std::string& id) {
-        self->request(supervisor, query_timeout, status_atom::value, id)
+      [=](session_get_atom, uint64_t request_id, session_ref& ref) {
+        const std::string id = ref.id;
+        self->request(supervisor, query_timeout, status_atom::value, ref)
             .then(
                 [=](session_stats& stats) {
                   responder->complete(request_id, json_response(200, session_stats_body(stats)));
@@ -171,8 +175,8 @@ caf::message_handler session_handlers(caf::event_based_actor* self, supervisor_a
                   responder->complete(request_id, supervisor_error(err, self->system()));
                 });
       },
-      [=](destroy_atom, uint64_t request_id, std::string& id) {
-        self->request(supervisor, query_timeout, destroy_atom::value, id)
+      [=](destroy_atom, uint64_t request_id, session_ref& ref) {
+        self->request(supervisor, query_timeout, destroy_atom::value, ref)
             .then(
                 [=](session_stats& stats) {
                   responder->complete(request_id, json_response(200, session_stats_body(stats)));

@@ -14,8 +14,8 @@
 ///   (session_create_atom, uint64_t request_id, session_options)  → POST /v1/sessions
 ///   (session_list_atom, uint64_t request_id, std::string owner, bool all)
 ///                                      → GET /v1/sessions: every session, or `owner`'s
-///   (session_get_atom, uint64_t request_id, std::string id)      → GET /v1/sessions/{id}
-///   (destroy_atom, uint64_t request_id, std::string id)          → DELETE /v1/sessions/{id}
+///   (session_get_atom, uint64_t request_id, session_ref)         → GET /v1/sessions/{id}
+///   (destroy_atom, uint64_t request_id, session_ref)             → DELETE /v1/sessions/{id}
 
 #include <cstdint>
 #include <memory>
