@@ -12,6 +12,7 @@
 #include "actors/api/api_json.hpp"
 #include "actors/api/policy_routes.hpp"
 #include "actors/api/session_routes.hpp"
+#include "actors/api/workspace_routes.hpp"
 #include "actors/api/output_events.hpp"
 #include "actors/errors.hpp"
 
@@ -316,7 +317,8 @@ caf::behavior api_behavior(caf::event_based_actor* self, supervisor_actor superv
                 unavailable);
       },
   };
-  return handlers.or_else(session_handlers(self, supervisor, responder));
+  return handlers.or_else(session_handlers(self, supervisor, responder))
+      .or_else(workspace_handlers(self, supervisor, responder));
 }
 
 void policy_job(caf::event_based_actor* self, std::shared_ptr<api_responder> responder,

@@ -24,6 +24,7 @@
 #include "actors/api/audit_stream.hpp"
 #include "actors/api/policy_scope.hpp"
 #include "actors/api/session_routes.hpp"
+#include "actors/api/workspace_routes.hpp"
 #include "actors/audit/rfc3339.hpp"
 #include "actors/exec_json.hpp"
 
@@ -469,6 +470,16 @@ struct api_service::state final : api_responder, audit_stream_sink {
         admit_exec(std::move(req), path == "/v1/run", who);
     } else if (auto route = match_session_route(path); route.type != session_route::kind::none) {
       route_session(std::move(req), who, route);
+    } else if (is_workspace_path(path)) {
+      if (req.method == "POST" && !is_json_media_type(req.content_type)) {
+        srv->respond(req.id, unsupported_media_type(req));
+        return;
+      }
+      auto decided = decide_workspace_request(req, who);
+      if (auto* now = std::get_if<http_response>(&decided))
+        srv->respond(req.id, std::move(*now));
+      else
+        caf::anon_send(actor, std::move(std::get<caf::message>(decided)));
     } else if (path.substr(0, execs_prefix.size()) == execs_prefix &&
                path.size() > execs_prefix.size() &&
                path.find('/', execs_prefix.size()) == std::string_view::npos) {
@@ -532,7 +543,7 @@ struct api_service::state final : api_responder, audit_stream_sink {
       srv->respond(req.id, error_response(404, "not_found",
                                           "no route " + std::string(path) +
                                               " (POST /v1/exec, POST /v1/run, "
-                                              "DELETE /v1/execs/{id}, /v1/sessions, "
+                                              "DELETE /v1/execs/{id}, /v1/sessions, /v1/workspaces, "
                                               "POST /v1/policies/check, "
                                               "POST /v1/policies/explain, GET /v1/status, "
                                               "GET /v1/pools, GET /v1/audit, GET /v1/health, "

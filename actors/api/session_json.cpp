@@ -4,6 +4,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "actors/api/workspace_routes.hpp"
 #include "actors/audit/rfc3339.hpp"
 #include "actors/exec_json.hpp"
 
@@ -33,7 +34,9 @@ json info_json(const session_info& info) {
   return json{{"id", info.id},
               {"owner", info.owner},
               {"pool", info.pool},
-              {"workspace", info.workspace},
+              // As its owner names it.
+              {"workspace", client_workspace_name(info.owner, info.workspace)
+                                .value_or(info.workspace)},
               {"created", format_rfc3339(info.created_ns)},
               {"idle_ttl_ms", info.idle_ttl_ms},
               {"max_lifetime_ms", info.max_lifetime_ms}};
@@ -87,9 +90,12 @@ std::variant<session_options, api_error> parse_session_options(std::string_view 
         return field_error(key, "'pool' must be a non-empty string (a pool's name)");
       out.pool = v.get<std::string>();
     } else if (key == "workspace") {
-      // The supervisor binds a workspace it is handed as a host path: a
-      // client of the API never names a host path.
-      return field_error(key, "'workspace' is not available over the API yet");
+      // A name of the caller's workspaces (workspace_routes.hpp), checked
+      // and mapped to the store's by the route, which knows the caller.
+      if (!v.is_string() || v.get<std::string>().empty())
+        return field_error(key, "'workspace' must be the name of a workspace (a non-empty "
+                                "string)");
+      out.workspace = v.get<std::string>();
     } else if (key == "idle_ttl_ms") {
       if (auto err = read_ms(key, v, out.idle_ttl_ms))
         return std::move(*err);

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "actors/api/api_error.hpp"
+#include "actors/api/workspace_routes.hpp"
 #include "actors/errors.hpp"
 
 namespace castellan::api {
@@ -88,6 +89,12 @@ std::variant<http_response, caf::message> decide_session_request(const http_requ
                                                  opts.pool + "'",
                                              named ? "/pool" : ""));
       opts.owner = owner_of(who);
+      // A workspace of the caller's own, by the store's name for it.
+      if (!opts.workspace.empty()) {
+        if (auto bad = check_workspace_name(opts.owner, opts.workspace, "/workspace"))
+          return json_response(bad->status, bad->body());
+        opts.workspace = store_workspace_name(opts.owner, opts.workspace);
+      }
       return caf::make_message(session_create_atom::value, req.id, std::move(opts));
     }
     return method_not_allowed(req, path, "GET, POST");

@@ -24,6 +24,9 @@
 #include "support/http_client.hpp"
 #include "support/process_scan.hpp"
 #include "support/tcp_http.hpp"
+#include "support/skip.hpp"
+#include "support/temp_dir.hpp"
+#include "support/workspace_support.hpp"
 
 using namespace castellan;
 using namespace castellan::api;
@@ -51,12 +54,15 @@ struct api_fixture : test::actor_system_fixture {
   /// The audit the supervisor runs, if any (set before start()); its file
   /// is what GET /v1/audit?since= reads.
   std::optional<audit_config> audit;
+  /// The supervisor's workspace store, if any (set before start()).
+  std::optional<workspace_config> workspaces;
 
   void start(http_limits limits = {}, std::vector<listen_address> extra = {},
              const std::function<void(api_options&)>& tweak = {}) {
     supervisor_config sc;
     sc.pools.push_back(test_pool(2));
     sc.audit = audit;
+    sc.workspaces = workspaces;
     auto s = spawn_supervisor(sys, sc);
     BOOST_REQUIRE_MESSAGE(s, (s ? "" : s.error().describe()));
     sup = *s;
@@ -1628,6 +1634,121 @@ BOOST_AUTO_TEST_CASE(a_restricted_token_names_only_the_policies_of_its_pools) {
   // A token without pools, and the socket's owner, name any.
   BOOST_TEST(as("cst_wide", "/v1/policies/explain", strict_named).status == 200u);
   BOOST_TEST(as("", "/v1/policies/explain", strict_named).status == 200u);
+}
+
+BOOST_AUTO_TEST_CASE(a_tokens_workspaces_are_its_own) {
+  if (auto why = test::workspace_kernel_lacks())
+    return test::skip(*why);
+  test::temp_dir tmp;
+  test::mount_sweeper sweeper{tmp.path.string()};
+  workspace_config ws;
+  ws.store.directory = tmp.file("workspaces");
+  workspaces = ws;
+  auto entry = [](std::string name, const std::string& secret) {
+    token_entry e;
+    e.name = std::move(name);
+    e.sha256 = digest_of(secret);
+    return e;
+  };
+  start({}, {}, [&](api_options& o) {
+    o.tokens = std::vector<token_entry>{entry("ci", "cst_ci"), entry("ops", "cst_ops")};
+  });
+  // Over the unix socket, a token that is sent applies.
+  auto as = [&](const std::string& secret, const std::string& method, const std::string& target,
+                const json& body = nullptr) {
+    http_client c(socket_path);
+    http_client::headers h;
+    if (!secret.empty())
+      h.emplace_back("Authorization", "Bearer " + secret);
+    return c.request(method, target, body.is_null() ? std::string{} : body.dump(),
+                     "application/json", h);
+  };
+  auto names = [](const http_reply& r) {
+    std::vector<std::string> out;
+    const json body = r.json();
+    for (const auto& w : body["workspaces"])
+      out.push_back(w["name"].get<std::string>());
+    return out;
+  };
+  const json data = {{"name", "data"}, {"quota_bytes", 8 << 20}};
+  auto made = as("cst_ci", "POST", "/v1/workspaces", data);
+  BOOST_REQUIRE_MESSAGE(made.status == 201u, made.body);
+  BOOST_TEST(made.json()["name"] == "data");
+  BOOST_TEST(made.json()["quota_bytes"] == 8 << 20);
+  // ops has a `data` of its own, and sees only it.
+  BOOST_TEST(as("cst_ops", "GET", "/v1/workspaces").json()["workspaces"].empty());
+  BOOST_TEST(as("cst_ops", "POST", "/v1/workspaces", data).status == 201u);
+  auto again = as("cst_ci", "POST", "/v1/workspaces", data);
+  BOOST_TEST(again.status == 409u, again.body);
+  BOOST_TEST(again.error_code() == "workspace_exists");
+  BOOST_TEST(names(as("cst_ci", "GET", "/v1/workspaces")) == std::vector<std::string>{"data"});
+  // The socket's caller sees the store's names: each token's prefix.
+  const auto all = names(as("", "GET", "/v1/workspaces"));
+  BOOST_REQUIRE(all.size() == 2u);
+  for (const auto& n : all)
+    BOOST_TEST((n.size() == 18u && n[0] == 't' && n.substr(13) == ".data"), n);
+
+  // A session of ci binds ci's `data`; its files stay for the next session.
+  auto session = as("cst_ci", "POST", "/v1/sessions", {{"workspace", "data"}});
+  BOOST_REQUIRE_MESSAGE(session.status == 201u, session.body);
+  BOOST_TEST(session.json()["workspace"] == "data", session.body);
+  const std::string id = session.json()["id"];
+  auto wrote = as("cst_ci", "POST", "/v1/sessions/" + id + "/exec",
+                  {{"code", "import os\nopen('note.txt', 'w').write('ci')\nprint(os.getcwd())"}});
+  BOOST_TEST(wrote.json()["stdout"] == "/workspace\n", wrote.body);
+  // In use: not removed.
+  auto busy = as("cst_ci", "DELETE", "/v1/workspaces/data");
+  BOOST_TEST(busy.status == 409u, busy.body);
+  BOOST_TEST(busy.error_code() == "workspace_in_use");
+  // ops names ci's workspace by the store's name: it is not ops's.
+  std::string ci_store;
+  for (const auto& n : all)
+    if (n != "t" + to_hex(digest_of("ops")).substr(0, 12) + ".data")
+      ci_store = n;
+  BOOST_REQUIRE(!ci_store.empty());
+  auto foreign = as("cst_ops", "POST", "/v1/sessions", {{"workspace", ci_store}});
+  BOOST_TEST(foreign.status == 404u, foreign.body);
+  BOOST_TEST(foreign.error_code() == "unknown_workspace", foreign.body);
+  auto foreign_rm = as("cst_ops", "DELETE", "/v1/workspaces/" + ci_store);
+  BOOST_TEST(foreign_rm.status == 404u, foreign_rm.body);
+  // ops's own `data` is empty.
+  auto ops_session = as("cst_ops", "POST", "/v1/sessions", {{"workspace", "data"}});
+  BOOST_REQUIRE_MESSAGE(ops_session.status == 201u, ops_session.body);
+  const std::string ops_id = ops_session.json()["id"];
+  auto looked = as("cst_ops", "POST", "/v1/sessions/" + ops_id + "/exec",
+                   {{"code", "import os\nprint(os.path.exists('note.txt'))"}});
+  BOOST_TEST(looked.json()["stdout"] == "False\n", looked.body);
+  BOOST_TEST(as("cst_ops", "DELETE", "/v1/sessions/" + ops_id).status == 200u);
+
+  BOOST_TEST(as("cst_ci", "DELETE", "/v1/sessions/" + id).status == 200u);
+  auto again_session = as("cst_ci", "POST", "/v1/sessions", {{"workspace", "data"}});
+  BOOST_REQUIRE_MESSAGE(again_session.status == 201u, again_session.body);
+  const std::string id2 = again_session.json()["id"];
+  auto read = as("cst_ci", "POST", "/v1/sessions/" + id2 + "/exec",
+                 {{"code", "print(open('note.txt').read())"}});
+  BOOST_TEST(read.json()["stdout"] == "ci\n", read.body);
+  BOOST_TEST(as("cst_ci", "DELETE", "/v1/sessions/" + id2).status == 200u);
+  auto removed = as("cst_ci", "DELETE", "/v1/workspaces/data");
+  BOOST_TEST(removed.status == 200u, removed.body);
+  BOOST_TEST(removed.json()["name"] == "data");
+  BOOST_TEST(as("cst_ci", "GET", "/v1/workspaces").json()["workspaces"].empty());
+  auto gone = as("cst_ci", "DELETE", "/v1/workspaces/data");
+  BOOST_TEST(gone.status == 404u, gone.body);
+  BOOST_TEST(gone.error_message() == "no workspace 'data'");
+  // Bad bodies name their field.
+  auto bad = as("cst_ci", "POST", "/v1/workspaces", {{"name", "Data/x"}});
+  BOOST_TEST(bad.status == 400u);
+  BOOST_TEST(bad.body.find("\"field\":\"/name\"") != std::string::npos, bad.body);
+  auto bad_quota = as("cst_ci", "POST", "/v1/workspaces", {{"name", "x"}, {"quota_bytes", -1}});
+  BOOST_TEST(bad_quota.body.find("\"field\":\"/quota_bytes\"") != std::string::npos,
+             bad_quota.body);
+  auto too_big = as("cst_ci", "POST", "/v1/workspaces",
+                    {{"name", "x"}, {"quota_bytes", uint64_t{1} << 50}});
+  BOOST_TEST(too_big.status == 400u, too_big.body);
+  BOOST_TEST(too_big.body.find("\"field\":\"/quota_bytes\"") != std::string::npos,
+             too_big.body);
+  auto long_name = as("cst_ci", "POST", "/v1/workspaces", {{"name", std::string(60, 'a')}});
+  BOOST_TEST(long_name.status == 400u, long_name.body);
 }
 
 BOOST_AUTO_TEST_SUITE_END()
