@@ -38,5 +38,7 @@ void add_config_commands(CLI::App& app, cli_context& ctx);
 void add_token_commands(CLI::App& app, cli_context& ctx);
 /// `castellan session create|exec|run|ls|stats|rm` (apps/castellan/session_command.cpp).
 void add_session_commands(CLI::App& app, cli_context& ctx);
+/// `castellan workspace ls|create|rm` (apps/castellan/workspace_command.cpp).
+void add_workspace_commands(CLI::App& app, cli_context& ctx);
 
 } // namespace castellan::cli

@@ -28,6 +28,7 @@ int main(int argc, char** argv) {
   castellan::cli::add_config_commands(app, ctx);
   castellan::cli::add_token_commands(app, ctx);
   castellan::cli::add_session_commands(app, ctx);
+  castellan::cli::add_workspace_commands(app, ctx);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -202,6 +202,33 @@ outcome<std::unique_ptr<daemon_client>> connect_to(const std::string& target) {
   return daemon_client::connect(*where, token());
 }
 
+daemon_answer ask_daemon(const std::string& target, const std::string& method,
+                         const std::string& route, const std::string& body) {
+  daemon_answer out;
+  auto client = connect_to(target);
+  if (!client) {
+    std::cerr << "castellan: " << client.error().describe() << "\n";
+    out.exit_code = usage_exit_code;
+    return out;
+  }
+  auto reply = (*client)->request(method, route, body);
+  if (!reply) {
+    std::cerr << "castellan: " << target << ": " << reply.error().describe() << "\n";
+    out.exit_code = usage_exit_code;
+    return out;
+  }
+  if (reply->status < 200 || reply->status >= 300) {
+    out.exit_code = report_error(*reply);
+    return out;
+  }
+  out.body = json::parse(reply->body, nullptr, false);
+  if (!out.body.is_object()) {
+    std::cerr << "castellan: the daemon's answer is unreadable: not a JSON object\n";
+    out.exit_code = usage_exit_code;
+  }
+  return out;
+}
+
 int run_remote(const remote_options& o, const exec_request& req,
                std::chrono::steady_clock::time_point started) {
   sigint_block block_sigint;

@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "actors/exec_messages.hpp"
 #include "apps/castellan/daemon_client.hpp"
 #include "ipc/outcome.hpp"
@@ -33,6 +35,17 @@ struct remote_options {
 /// A connection to the daemon at `target`, with CASTELLAN_TOKEN as its
 /// bearer token when set.
 outcome<std::unique_ptr<daemon_client>> connect_to(const std::string& target);
+
+/// A daemon's 2xx answer as JSON, or the exit code (having said why: an
+/// unreachable daemon, its error, an answer that is not a JSON object).
+struct daemon_answer {
+  int exit_code = 0;
+  nlohmann::json body;
+};
+
+/// One request to the daemon at `target` (connect_to), answered.
+daemon_answer ask_daemon(const std::string& target, const std::string& method,
+                         const std::string& route, const std::string& body = {});
 
 /// An error answer of the daemon as the CLI shows it (stderr); the exit
 /// code: 1 for a refusal for load (busy, draining, too many execs or

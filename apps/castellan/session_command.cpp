@@ -60,40 +60,6 @@ std::string target_of(const session_flags& f) {
   return target;
 }
 
-/// One request to the daemon; its 2xx answer as JSON, or the exit code
-/// (having said why).
-struct answer {
-  int exit_code = 0;
-  json body;
-};
-
-answer ask(const std::string& target, const std::string& method, const std::string& route,
-           const std::string& body = {}) {
-  answer out;
-  auto client = connect_to(target);
-  if (!client) {
-    std::cerr << "castellan: " << client.error().describe() << "\n";
-    out.exit_code = usage_exit_code;
-    return out;
-  }
-  auto reply = (*client)->request(method, route, body);
-  if (!reply) {
-    std::cerr << "castellan: " << target << ": " << reply.error().describe() << "\n";
-    out.exit_code = usage_exit_code;
-    return out;
-  }
-  if (reply->status < 200 || reply->status >= 300) {
-    out.exit_code = report_error(*reply);
-    return out;
-  }
-  out.body = json::parse(reply->body, nullptr, false);
-  if (!out.body.is_object()) {
-    std::cerr << "castellan: the daemon's answer is unreadable: not a JSON object\n";
-    out.exit_code = usage_exit_code;
-  }
-  return out;
-}
-
 /// `key` of `j` as text, whatever its type ("" when missing).
 std::string text(const json& j, const char* key) {
   if (!j.contains(key))
@@ -138,7 +104,7 @@ int create(const session_flags& f) {
   const std::string target = target_of(f);
   if (target.empty())
     return usage_exit_code;
-  auto a = ask(target, "POST", "/v1/sessions", dump_json(body));
+  auto a = ask_daemon(target, "POST", "/v1/sessions", dump_json(body));
   if (a.exit_code != 0)
     return a.exit_code;
   std::cout << (f.json ? dump_json(a.body) : text(a.body, "id")) << "\n";
@@ -149,7 +115,7 @@ int list(const session_flags& f) {
   const std::string target = target_of(f);
   if (target.empty())
     return usage_exit_code;
-  auto a = ask(target, "GET", "/v1/sessions");
+  auto a = ask_daemon(target, "GET", "/v1/sessions");
   if (a.exit_code != 0)
     return a.exit_code;
   if (f.json) {
@@ -198,7 +164,7 @@ int one(const session_flags& f, const std::string& method) {
   const std::string target = target_of(f);
   if (target.empty())
     return usage_exit_code;
-  auto a = ask(target, method, "/v1/sessions/" + f.id);
+  auto a = ask_daemon(target, method, "/v1/sessions/" + f.id);
   if (a.exit_code != 0)
     return a.exit_code;
   if (f.json)

@@ -539,6 +539,17 @@ BOOST_AUTO_TEST_CASE(the_cli_creates_runs_in_lists_and_removes_a_session) {
   auto bad_id = cli({"session", "stats", "../v1/pools"});
   BOOST_TEST(bad_id.exit_code == 2);
   BOOST_TEST(bad_id.err == "castellan session: '../v1/pools' is not a session id\n");
+  // Workspaces: this daemon has no store.
+  auto ws = cli({"workspace", "ls"});
+  BOOST_TEST(ws.exit_code == 2);
+  BOOST_TEST(ws.err == "castellan: the daemon refused the request: workspaces: this supervisor "
+                       "has no workspace store\n");
+  BOOST_TEST(cli({"workspace", "create", "data", "--quota", "8MiB"}).exit_code == 2);
+  auto bad_quota = cli({"workspace", "create", "data", "--quota", "8MB"});
+  BOOST_TEST(bad_quota.err == "castellan workspace create: --quota: '8MB' is not a size (e.g. "
+                              "64MiB, 1GiB)\n");
+  auto bad_name = cli({"workspace", "rm", "../x"});
+  BOOST_TEST(bad_name.err == "castellan workspace rm: '../x' is not a workspace name\n");
   auto bad_pool = cli({"session", "create", "--pool", "nope"});
   BOOST_TEST(bad_pool.exit_code == 2);
   BOOST_TEST(bad_pool.err.find("no configured pool named 'nope'") != std::string::npos,

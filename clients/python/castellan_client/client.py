@@ -234,7 +234,9 @@ class Client:
         gets (default: the daemon's first); ``idle_ttl_ms`` and
         ``max_lifetime_ms`` end it after that long without an exec, or that
         long after it started (default 10 min and 1 h; above the daemon's
-        maximum: CastellanError ``invalid_field``). The daemon's or the
+        maximum: CastellanError ``invalid_field``). ``workspace`` names one
+        of the caller's workspaces (``create_workspace``), bound read-write
+        at ``/workspace``. The daemon's or the
         token's limit of sessions raises BusyError ``too_many_sessions``.
         Arguments left None are not sent.
         """
@@ -265,6 +267,29 @@ class Client:
                          files_in: Optional[FilesIn],
                          files_out: Optional[Sequence[str]]) -> Dict[str, Any]:
         return _options(stdin, env, cwd, timeout_ms, None, None, id, files_in, files_out)
+
+    # --- workspaces ------------------------------------------------------
+
+    def workspaces(self) -> List[Dict[str, Any]]:
+        """The caller's workspaces (``GET /v1/workspaces``): dicts with
+        ``name``, ``quota_bytes``, ``mounted``, ``used_bytes``, ``free_bytes``
+        and ``users`` (the sessions holding it)."""
+        return list(self._json("GET", "/v1/workspaces", None).get("workspaces", []))
+
+    def create_workspace(self, name: str, quota_bytes: Optional[int] = None) -> Dict[str, Any]:
+        """Creates the workspace ``name`` (``POST /v1/workspaces``) with
+        ``quota_bytes`` of space (default: the daemon's default quota); a
+        session made with ``workspace=name`` binds it at ``/workspace``. A
+        name taken raises CastellanError ``workspace_exists``."""
+        body: Dict[str, Any] = {"name": name}
+        if quota_bytes is not None:
+            body["quota_bytes"] = quota_bytes
+        return self._json("POST", "/v1/workspaces", body)
+
+    def remove_workspace(self, name: str) -> Dict[str, Any]:
+        """Removes the workspace ``name`` and its files; the workspace as it
+        was last. One a session holds raises ``workspace_in_use``."""
+        return self._json("DELETE", "/v1/workspaces/" + urllib.parse.quote(name, safe=""), None)
 
     # --- the daemon ------------------------------------------------------
 

@@ -581,6 +581,19 @@ class Sessions(unittest.TestCase):
             self.c.create_session(pool="no-such-pool")
         self.assertEqual(caught.exception.code, "unknown_pool")
 
+    def test_workspaces_without_a_store(self):
+        # The test's daemon has no workspace store: every call says so.
+        for call in (self.c.workspaces, lambda: self.c.create_workspace("data", 8 << 20),
+                     lambda: self.c.remove_workspace("data"),
+                     lambda: self.c.create_session(workspace="data")):
+            with self.assertRaises(CastellanError) as caught:
+                call()
+            self.assertEqual((caught.exception.status, caught.exception.code),
+                             (501, "workspaces_disabled"))
+        with self.assertRaises(CastellanError) as caught:
+            self.c.create_workspace("Not/a/name")
+        self.assertEqual(caught.exception.field, "/name")
+
     def test_a_token_over_tcp_makes_its_own_sessions(self):
         with Client(TCP, token=TOKEN) as tc:
             with tc.create_session() as s:
