@@ -51,7 +51,8 @@ BOOST_AUTO_TEST_CASE(a_create_body_is_read_strictly) {
            {R"({"idle_ttl_ms":0})", "/idle_ttl_ms"},
            {R"({"idle_ttl_ms":1.5})", "/idle_ttl_ms"},
            {R"({"max_lifetime_ms":-1})", "/max_lifetime_ms"},
-           {R"({"workspace":"/etc"})", "/workspace"},
+           {R"({"workspace":3})", "/workspace"},
+           {R"({"workspace":""})", "/workspace"},
            {R"([])", ""}}) {
     auto r = parse_session_options(body);
     BOOST_REQUIRE_MESSAGE(std::holds_alternative<api_error>(r), body);
