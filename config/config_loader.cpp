@@ -238,6 +238,8 @@ private:
   void read_audit(table_reader& t, audit_config& a, std::string& file_text);
   void read_egress(table_reader& t, proxy::egress_limits& e);
   void read_request_policies(table_reader& t, policy_pool_config& r);
+  void read_sessions(table_reader& t, session_limits& s);
+  void read_workspaces(table_reader& t, workspace_settings& w);
   void read_pool(table_reader& t, pool_entry& pool, pool_places& where);
   void check_pools(serve_config& cfg, const std::vector<pool_places>& places,
                    place policies_dir_place);
@@ -520,6 +522,48 @@ void loader::read_request_policies(table_reader& t, policy_pool_config& r) {
   t.read_strings("bindable_paths", r.bindable_paths, check_bindable_path);
   t.read_bool("allow_network", r.allow_network);
   t.read_uint("cache_size", 0, 65536, r.cache_size);
+  t.finish();
+}
+
+void loader::read_sessions(table_reader& t, session_limits& s) {
+  constexpr uint64_t thirty_days_ms = 30ull * 24 * 60 * 60 * 1000;
+  t.read_uint("max_sessions", 1, 65536, s.max_sessions);
+  t.read_uint("max_per_owner", 1, 65536, s.max_per_owner);
+  t.read_uint("default_idle_ttl_ms", 1, thirty_days_ms, s.default_idle_ttl_ms);
+  t.read_uint("max_idle_ttl_ms", 1, thirty_days_ms, s.max_idle_ttl_ms);
+  t.read_uint("default_lifetime_ms", 1, thirty_days_ms, s.default_max_lifetime_ms);
+  t.read_uint("max_lifetime_ms", 1, thirty_days_ms, s.max_lifetime_ms);
+  t.read_uint("create_timeout_ms", 1000, 600000, s.create_timeout_ms);
+  // A default above its maximum would refuse every session that asks for
+  // no TTL: said where the file set one of them.
+  auto ordered = [&](const char* low_key, uint64_t low, const char* high_key, uint64_t high) {
+    if (low <= high)
+      return;
+    const char* at = t.table().get(high_key) ? high_key : low_key;
+    if (const auto* n = t.get(at))
+      t.error(*n, at,
+              std::string(low_key) + " (" + std::to_string(low) + ") is above " + high_key +
+                  " (" + std::to_string(high) + ")");
+  };
+  ordered("default_idle_ttl_ms", s.default_idle_ttl_ms, "max_idle_ttl_ms", s.max_idle_ttl_ms);
+  ordered("default_lifetime_ms", s.default_max_lifetime_ms, "max_lifetime_ms",
+          s.max_lifetime_ms);
+  t.finish();
+}
+
+void loader::read_workspaces(table_reader& t, workspace_settings& w) {
+  t.read_bool("enabled", w.enabled);
+  t.read_size("default_quota", 4 * mib, 16 * tib, nullptr, w.default_quota_bytes);
+  t.read_size("max_quota", 4 * mib, 16 * tib, nullptr, w.max_quota_bytes);
+  t.read_uint("max_count", 1, 1u << 20, w.max_count);
+  t.read_size("max_total_quota", 4 * mib, 1024 * tib, "no cap", w.max_total_quota_bytes);
+  if (w.default_quota_bytes > w.max_quota_bytes) {
+    const char* at = t.table().get("max_quota") ? "max_quota" : "default_quota";
+    if (const auto* n = t.get(at))
+      t.error(*n, at,
+              "default_quota (" + format_byte_size(w.default_quota_bytes) +
+                  ") is above max_quota (" + format_byte_size(w.max_quota_bytes) + ")");
+  }
   t.finish();
 }
 
@@ -885,6 +929,20 @@ void loader::load(const toml::table& root, serve_config& cfg) {
     toml::table empty;
     table_reader r(*this, t ? *t : empty, "request_policies", "request_policies");
     read_request_policies(r, cfg.request_policies);
+  }
+  // [sessions]
+  {
+    const auto* t = top.read_table("sessions");
+    toml::table empty;
+    table_reader r(*this, t ? *t : empty, "sessions", "sessions");
+    read_sessions(r, cfg.sessions);
+  }
+  // [workspaces]
+  {
+    const auto* t = top.read_table("workspaces");
+    toml::table empty;
+    table_reader r(*this, t ? *t : empty, "workspaces", "workspaces");
+    read_workspaces(r, cfg.workspaces);
   }
   // [[pools]]
   std::vector<pool_places> places;

@@ -15,6 +15,7 @@
 #include "actors/policy/policy_actor.hpp"
 #include "actors/pool/pool_spec.hpp"
 #include "actors/proxy/egress_limits.hpp"
+#include "actors/session/session_limits.hpp"
 #include "actors/supervisor/request_policy.hpp"
 #include "platform/install_layout.hpp"
 
@@ -60,6 +61,17 @@ struct tls_settings {
   std::string key_file;  ///< its private key, PEM, readable by its owner only
 };
 
+/// `[workspaces]`: the supervisor's workspace store at
+/// `<state_dir>/workspaces` (docs/workspaces.md). It needs root: without
+/// CAP_SYS_ADMIN, serve starts without workspaces and says so.
+struct workspace_settings {
+  bool enabled = true;
+  uint64_t default_quota_bytes = 256ull << 20; ///< a create that asks for none
+  uint64_t max_quota_bytes = 4ull << 30;       ///< the most a create may ask
+  uint32_t max_count = 64;                     ///< workspaces in the store
+  uint64_t max_total_quota_bytes = 0;          ///< all quotas together (0: no cap)
+};
+
 /// A loaded, checked castellan.toml.
 struct serve_config {
   std::string source; ///< the file it came from ("<built-in>" for the built-in default)
@@ -86,6 +98,10 @@ struct serve_config {
   auth_settings auth;
   /// The certificate and key of `tls:` listeners: `[tls]`.
   tls_settings tls;
+  /// How many sessions may exist, and for how long: `[sessions]`.
+  session_limits sessions;
+  /// The workspace store: `[workspaces]`.
+  workspace_settings workspaces;
 };
 
 /// "unix:/run/castellan/castellan.sock" for root, else

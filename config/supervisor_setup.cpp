@@ -29,6 +29,16 @@ outcome<supervisor_config> to_supervisor_config(const serve_config& cfg) {
   sc.audit = cfg.audit;
   sc.egress = cfg.egress;
   sc.policy_pools = cfg.request_policies;
+  sc.sessions = cfg.sessions;
+  if (cfg.workspaces.enabled) {
+    workspace_config ws;
+    ws.store.directory = cfg.state_dir + "/workspaces";
+    ws.store.max_workspaces = cfg.workspaces.max_count;
+    ws.store.max_total_quota_bytes = cfg.workspaces.max_total_quota_bytes;
+    ws.default_quota_bytes = cfg.workspaces.default_quota_bytes;
+    ws.max_quota_bytes = cfg.workspaces.max_quota_bytes;
+    sc.workspaces = std::move(ws);
+  }
   return sc;
 }
 

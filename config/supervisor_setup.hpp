@@ -14,7 +14,9 @@ namespace castellan::config {
 /// nothing; a pool that names a policy of the directory follows it through
 /// the policy actor (`named_policy`), a pool with a policy file runs that
 /// file as read now; the policy directory with its watch setting; the audit,
-/// egress and request-policy settings. Fails when a policy file no longer
+/// egress, request-policy and session settings, and the workspace store at
+/// `<state_dir>/workspaces` when `[workspaces]` is enabled (serve drops it
+/// without root). Fails when a policy file no longer
 /// loads.
 outcome<supervisor_config> to_supervisor_config(const serve_config& cfg);
 

@@ -41,7 +41,7 @@ bool has_sys_admin() {
   return (data[CAP_SYS_ADMIN / 32].effective & (1u << (CAP_SYS_ADMIN % 32))) != 0;
 }
 
-outcome<void> check_privileges() {
+outcome<void> check_privileges_now() {
   if (!has_sys_admin())
     return logic_failure("this process lacks CAP_SYS_ADMIN; " + privilege_hint);
   char link[64] = {};
@@ -126,6 +126,10 @@ outcome<void> checked_name(const std::string& name) {
 
 } // namespace
 
+outcome<void> workspace_privileges() {
+  return check_privileges_now();
+}
+
 outcome<platform::volume_owner> sandbox_owner() {
   auto ids = platform::default_sandbox_host_ids();
   if (!ids)
@@ -172,7 +176,7 @@ workspace_store::open(const workspace_store_options& options) {
   const std::string& dir = options.directory;
   if (dir.empty() || dir.front() != '/')
     return logic_failure("workspace store: the directory '" + dir + "' is not absolute");
-  if (auto ok = check_privileges(); !ok)
+  if (auto ok = check_privileges_now(); !ok)
     return ok.error().wrap("workspace store " + dir);
   std::shared_ptr<workspace_store> store(new workspace_store());
   store->owner_ = options.owner;

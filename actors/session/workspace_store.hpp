@@ -57,6 +57,10 @@ struct workspace_store_options {
   uint64_t max_total_quota_bytes = 0;
 };
 
+/// Success when this process may run a store (CAP_SYS_ADMIN in the initial
+/// user namespace); else a failure that says what is needed.
+outcome<void> workspace_privileges();
+
 /// The host ids a sandbox started by this process with the default id
 /// mapping runs as (65534:65534 when the process is root): the owner that
 /// lets its code write a workspace.

@@ -299,6 +299,14 @@ int run_serve(const serve_options& o) {
     std::cerr << "castellan serve: signalfd: " << std::strerror(errno) << "\n";
     return usage_exit_code;
   }
+  if (sc.workspaces) {
+    // Loop devices and ext4 mounts need root: without it the daemon still
+    // serves, with no workspaces (a session that names one is refused).
+    if (auto ok = workspace_privileges(); !ok) {
+      std::cerr << "castellan serve: workspaces are off: " << ok.error().describe() << "\n";
+      sc.workspaces.reset();
+    }
+  }
   caf::actor_system_config cfg;
   prepare_actor_system_config(cfg);
   caf::actor_system sys{cfg};
