@@ -412,6 +412,75 @@ BOOST_AUTO_TEST_CASE(limits_answer_busy) {
   BOOST_TEST((code_of(refused.error()) == castellan_errc::invalid_request));
 }
 
+BOOST_AUTO_TEST_CASE(a_session_counts_until_its_worker_is_gone) {
+  session_limits limits;
+  limits.max_sessions = 2;
+  limits.max_per_owner = 2;
+  start(limits);
+  session_options opts;
+  opts.owner = "racer";
+  std::map<std::string, pid_t> live; // created, not yet destroyed: id → worker pid
+  std::vector<pid_t> destroyed;      // workers of sessions whose destroy was sent
+  auto track = [&](const session_info& info) {
+    owners[info.id] = info.owner;
+    const pid_t pid = stats(info.id).worker.pid;
+    BOOST_REQUIRE(pid > 0);
+    live[info.id] = pid;
+  };
+  track(create(opts));
+  track(create(opts));
+  std::size_t admitted = 0;
+  std::size_t refused = 0;
+  for (int round = 0; round < 12; ++round) {
+    // Destroys and creates sent back to back: the supervisor handles the
+    // creates while the destroyed sessions' workers are still being killed.
+    using destroy_handle = decltype(self->request(handle, 60s, destroy_atom::value, ref("")));
+    using create_handle =
+      decltype(self->request(handle, 60s, session_create_atom::value, session_options{}));
+    std::vector<destroy_handle> destroys;
+    for (const auto& [id, pid] : live) {
+      destroys.push_back(self->request(handle, 60s, destroy_atom::value, ref(id)));
+      destroyed.push_back(pid);
+    }
+    live.clear();
+    std::vector<create_handle> creates;
+    for (int i = 0; i < 3; ++i)
+      creates.push_back(self->request(handle, 60s, session_create_atom::value, opts));
+    std::size_t admitted_now = 0;
+    for (auto& c : creates)
+      c.receive(
+        [&](session_info& info) {
+          ++admitted;
+          ++admitted_now;
+          // Admitted only once every destroyed session's worker is gone.
+          for (pid_t pid : destroyed)
+            BOOST_TEST(::kill(pid, 0) == -1, "pid " << pid << " of a destroyed session lives");
+          track(info);
+          BOOST_TEST(live.size() <= limits.max_sessions);
+        },
+        [&](caf::error& err) {
+          ++refused;
+          BOOST_TEST((code_of(err) == castellan_errc::busy), describe(err, sys));
+        });
+    for (auto& d : destroys)
+      d.receive([](session_stats&) {},
+                [&](caf::error& err) { BOOST_FAIL("destroy: " << describe(err, sys)); });
+    // Creates handled right after the destroys: the destroyed sessions still
+    // counted (their workers were being killed), so none was admitted; with
+    // no destroy before them, the limit admits two of the three.
+    BOOST_TEST(admitted_now == (destroys.empty() ? 2u : 0u), "round " << round);
+    // The supervisor's own count never goes above the limit either.
+    BOOST_TEST(list().size() <= limits.max_sessions);
+  }
+  BOOST_TEST(admitted == 12u);
+  BOOST_TEST(refused == 24u);
+  for (const auto& [id, pid] : live)
+    destroy(id);
+  // With every destroy answered there is room again, at once.
+  track(create(opts));
+  track(create(opts));
+}
+
 BOOST_AUTO_TEST_CASE(a_timeout_ends_the_session_clearly) {
   start();
   auto s = create();
@@ -502,6 +571,12 @@ BOOST_AUTO_TEST_CASE(the_workspace_is_bound_writable_at_slash_workspace) {
                           "open('/workspace/result.txt', 'w').write('written inside')\n");
   BOOST_TEST(r.exit_code == 0, r.stderr_data);
   BOOST_TEST(r.stdout_data == "/workspace\n");
+  // The host's mount is nosymfollow; the sandbox's bind is not: its links
+  // resolve inside its own root.
+  auto link = run_code(s.id, "import os\n"
+                             "os.symlink('result.txt', '/workspace/link')\n"
+                             "print(open('/workspace/link').read())\n");
+  BOOST_TEST(link.stdout_data == "written inside\n", link.stderr_data);
   auto listed_ws = ws_list();
   BOOST_REQUIRE_EQUAL(listed_ws.size(), 1u);
   BOOST_TEST(listed_ws.front().mounted);

@@ -8,6 +8,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -107,6 +108,68 @@ BOOST_AUTO_TEST_CASE(create_open_list_and_remove) {
   BOOST_TEST(failure_text(store->remove("notes")).find("no workspace 'notes'") !=
              std::string::npos);
   BOOST_TEST(test::nothing_left_below(tmp.path.string()));
+}
+
+BOOST_AUTO_TEST_CASE(on_the_host_a_workspace_runs_nothing_and_follows_no_symlink) {
+  if (skipped())
+    return;
+  auto store = open_store();
+  BOOST_REQUIRE(store->create("hostile", 8 * mib));
+  auto lease = store->open_workspace("hostile");
+  BOOST_REQUIRE(lease);
+  BOOST_REQUIRE(lease->root() && *lease->root());
+  const std::string mounted = lease->host_path();
+  // What code in a sandbox could leave there: a link to a host file and a
+  // program. The daemon (root) neither follows the one nor runs the other.
+  BOOST_REQUIRE(::symlink("/etc/hostname", (mounted + "/link").c_str()) == 0);
+  errno = 0;
+  BOOST_TEST(::open((mounted + "/link").c_str(), O_RDONLY | O_CLOEXEC) == -1);
+  BOOST_TEST(errno == ELOOP);
+  {
+    std::ofstream(mounted + "/prog") << "#!/bin/sh\nexit 0\n";
+  }
+  BOOST_REQUIRE(::chmod((mounted + "/prog").c_str(), 0755) == 0);
+  BOOST_TEST(::access((mounted + "/prog").c_str(), X_OK) == -1);
+  // The last lease unmounts it: no mount stays behind for a workspace no
+  // one uses.
+  lease->release();
+  BOOST_TEST(test::mounts_below(store->directory()).empty());
+  BOOST_TEST(!store->list()->front().mounted);
+  BOOST_TEST(static_cast<bool>(store->remove("hostile")));
+}
+
+BOOST_AUTO_TEST_CASE(caps_and_disk_space_are_checked_at_create) {
+  if (skipped())
+    return;
+  auto owner = sandbox_owner();
+  BOOST_REQUIRE(owner);
+  workspace_store_options o{dir, *owner};
+  o.max_workspaces = 3;
+  o.max_total_quota_bytes = 20 * mib;
+  auto store = workspace_store::open(o);
+  BOOST_REQUIRE(store);
+  BOOST_REQUIRE((*store)->create("a", 8 * mib));
+  BOOST_REQUIRE((*store)->create("b", 8 * mib));
+  auto over = (*store)->create("c", 8 * mib); // 24 MiB of quotas > 20 MiB
+  BOOST_REQUIRE(!over);
+  BOOST_TEST(over.error().code == EDQUOT);
+  BOOST_TEST(over.error().message.find("above its maximum") != std::string::npos,
+             over.error().message);
+  BOOST_REQUIRE((*store)->create("c", 4 * mib));
+  auto fourth = (*store)->create("d", 4 * mib);
+  BOOST_REQUIRE(!fourth);
+  BOOST_TEST(fourth.error().code == EDQUOT);
+  BOOST_TEST(fourth.error().message.find("its maximum") != std::string::npos);
+  // A quota the host's disk cannot hold: refused before anything is written.
+  BOOST_REQUIRE((*store)->remove("c"));
+  workspace_store_options big{dir + "2", *owner};
+  auto roomy = workspace_store::open(big);
+  BOOST_REQUIRE(roomy);
+  auto huge = (*roomy)->create("huge", 15ull << 40);
+  BOOST_REQUIRE(!huge);
+  BOOST_TEST(huge.error().code == ENOSPC);
+  BOOST_TEST(huge.error().message.find("bytes free") != std::string::npos);
+  BOOST_TEST((*roomy)->list()->empty());
 }
 
 BOOST_AUTO_TEST_CASE(bad_names_are_refused_by_every_operation) {
