@@ -58,7 +58,8 @@ void write_file(const std::string& path, const std::string& text, mode_t mode) {
 }
 
 /// A config for serve_process: two pools (`default`, `gpu`), the execs
-/// audited to `state/audit.jsonl`, and `tokens` as the tokens file.
+/// audited to `state/audit.jsonl`, `tokens` as the tokens file, and no
+/// workspace store.
 std::vector<std::string> config_args(const std::string& dir, const std::string& tokens) {
   write_file(dir + "/tokens.toml", tokens, 0600);
   const std::string config = dir + "/castellan.toml";
@@ -68,6 +69,8 @@ std::vector<std::string> config_args(const std::string& dir, const std::string& 
                  "[auth]\ntokens_file = \"tokens.toml\"\n"
                  "[audit]\nfile = \"audit.jsonl\"\nevents = [\"exec_start\", \"exec_end\"]\n"
                  "fsync = \"every_record\"\n"
+                 // Checked as a daemon without a store (the CLI's answers).
+                 "[workspaces]\nenabled = false\n"
                  "[[pools]]\nname = \"default\"\nsize = 1\n"
                  "[[pools]]\nname = \"gpu\"\nsize = 1\n",
              0600);

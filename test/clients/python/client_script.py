@@ -582,7 +582,8 @@ class Sessions(unittest.TestCase):
         self.assertEqual(caught.exception.code, "unknown_pool")
 
     def test_workspaces_without_a_store(self):
-        # The test's daemon has no workspace store: every call says so.
+        # The test's daemon has no workspace store ([workspaces] enabled =
+        # false): every call says so.
         for call in (self.c.workspaces, lambda: self.c.create_workspace("data", 8 << 20),
                      lambda: self.c.remove_workspace("data"),
                      lambda: self.c.create_session(workspace="data")):

@@ -161,6 +161,8 @@ BOOST_AUTO_TEST_CASE(the_pip_installed_client_passes_its_script_against_a_real_d
           "[auth]\ntokens_file = \"tokens.toml\"\nallow_plaintext_loopback = true\n"
           "[tls]\ncert_file = \"cert.pem\"\nkey_file = \"key.pem\"\n"
           "[audit]\nevents = [\"exec_start\", \"exec_end\"]\n"
+          // client_script.py checks the answers of a daemon without a store.
+          "[workspaces]\nenabled = false\n"
           "[[pools]]\nname = \"default\"\nsize = 2\n"
           "[[pools]]\nname = \"tiny\"\nsize = 1\nqueue_limit = 1\nmode = \"shared\"\n",
       0644);
