@@ -25,6 +25,7 @@
 #include "actors/supervisor/pools_change.hpp"
 #include "actors/session/session_messages.hpp"
 #include "actors/session/workspace_messages.hpp"
+#include "actors/session/session_files_messages.hpp"
 
 CAF_BEGIN_TYPE_ID_BLOCK(castellan, caf::first_custom_type_id)
 
@@ -158,5 +159,15 @@ CAF_BEGIN_TYPE_ID_BLOCK(castellan, caf::first_custom_type_id)
   CAF_ADD_ATOM(castellan, castellan, workspace_create_atom, "ws_create")
   CAF_ADD_ATOM(castellan, castellan, workspace_list_atom, "ws_list")
   CAF_ADD_ATOM(castellan, castellan, workspace_remove_atom, "ws_remove")
+
+  // -- a session's files (actors/session/session_files.hpp) --------------------
+  CAF_ADD_TYPE_ID(castellan, (castellan::files_op))
+  CAF_ADD_TYPE_ID(castellan, (castellan::files_request))
+  CAF_ADD_TYPE_ID(castellan, (castellan::files_entry))
+  CAF_ADD_TYPE_ID(castellan, (castellan::files_reply))
+  CAF_ADD_TYPE_ID(castellan, (castellan::download_ticket))
+  CAF_ADD_ATOM(castellan, castellan, files_atom, "files")
+  CAF_ADD_ATOM(castellan, castellan, files_download_atom, "f_download")
+  CAF_ADD_ATOM(castellan, castellan, files_read_atom, "f_read")
 
 CAF_END_TYPE_ID_BLOCK(castellan)

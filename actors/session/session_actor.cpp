@@ -9,6 +9,7 @@
 #include <spdlog/spdlog.h>
 
 #include "actors/errors.hpp"
+#include "actors/session/session_files.hpp"
 #include "actors/session/session_internal.hpp"
 
 namespace castellan {
@@ -67,6 +68,13 @@ struct session_data {
   std::vector<caf::typed_response_promise<session_info>> waiting_ready;
   std::vector<caf::typed_response_promise<session_stats>> waiting_destroy;
   bool destroying = false;
+  /// The workspace's root for files operations (null: no workspace, or it
+  /// could not be opened: files_unavailable says why).
+  std::shared_ptr<const files_root> files;
+  std::string files_unavailable;
+  /// Files operations running (session_files.hpp), by their address: each
+  /// is monitored, and stopped when the session goes.
+  std::map<caf::actor_addr, files_job_actor> files_jobs;
 };
 
 using session_ptr = session_internal_actor::stateful_pointer<session_data>;
@@ -159,7 +167,31 @@ void finish(session_ptr self) {
     rp.deliver(make_error(castellan_errc::no_such_session,
                           "session " + st.info.id + " was destroyed"));
   st.waiting_ready.clear();
+  for (auto& [addr, job] : st.files_jobs)
+    self->send_exit(job, caf::exit_reason::user_shutdown);
+  st.files_jobs.clear();
   self->quit();
+}
+
+/// A files job for a request, or the reason there is none.
+caf::expected<files_job_actor> files_job(session_ptr self) {
+  auto& st = self->state;
+  if (st.destroying)
+    return make_error(castellan_errc::no_such_session,
+                      "session " + st.info.id + " is being destroyed");
+  if (!st.files)
+    return make_error(castellan_errc::invalid_request,
+                      "session " + st.info.id + ": " + st.files_unavailable);
+  if (st.files_jobs.size() >= max_files_jobs)
+    return make_error(castellan_errc::busy,
+                      "session " + st.info.id + ": " + std::to_string(max_files_jobs) +
+                        " files operations are running; retry when one is done");
+  auto job = spawn_files_job(self->system(), st.files);
+  self->monitor(job);
+  st.files_jobs.emplace(job.address(), job);
+  // A client that uses the files is using the session.
+  st.last_used = clock_type::now();
+  return job;
 }
 
 /// Stops the pool and finishes once it is down (the worker killed and
@@ -241,6 +273,9 @@ session_internal_actor::behavior_type session_impl(session_ptr self, session_con
   st.audit = std::move(cfg.audit);
   st.ready_at = st.last_used = clock_type::now();
   cfg.worker.listener = caf::actor_cast<worker_state_listener>(self);
+  // The lease's fd of the workspace's mount: what the files operations
+  // resolve every path beneath (the sandbox binds the same).
+  auto workspace_root = cfg.worker.sandbox.workspace_root;
   auto pool = spawn_pool(self->system(), std::move(cfg.worker));
   if (!pool) {
     // spawn_session checked the configuration; this is the start itself.
@@ -254,8 +289,17 @@ session_internal_actor::behavior_type session_impl(session_ptr self, session_con
     // Whatever way the session goes, its pool (and worker) goes with it.
     self->attach_functor([p = st.pool] { caf::anon_send(p, shutdown_atom::value); });
   }
+  if (st.info.workspace.empty()) {
+    st.files_unavailable = "it has no workspace";
+  } else if (auto root = open_files_root(workspace_root, st.info.workspace)) {
+    st.files = std::move(*root);
+  } else {
+    st.files_unavailable = "its workspace cannot be reached: " + root.error().describe();
+  }
   self->set_down_handler([=](caf::down_msg& dm) {
     auto& s = self->state;
+    if (s.files_jobs.erase(dm.source) != 0)
+      return;
     if (!s.pool || dm.source != s.pool.address())
       return;
     s.pool = nullptr;
@@ -386,6 +430,18 @@ session_internal_actor::behavior_type session_impl(session_ptr self, session_con
       }
     },
     [=](session_tick_atom) { on_tick(self); },
+    [=](files_atom, files_request& req) -> caf::result<files_reply> {
+      auto job = files_job(self);
+      if (!job)
+        return std::move(job.error());
+      return self->delegate(*job, files_atom::value, std::move(req));
+    },
+    [=](files_download_atom, std::string& path) -> caf::result<download_ticket> {
+      auto job = files_job(self);
+      if (!job)
+        return std::move(job.error());
+      return self->delegate(*job, files_download_atom::value, std::move(path));
+    },
   };
 }
 

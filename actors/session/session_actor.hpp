@@ -45,7 +45,16 @@ using session_actor = caf::typed_actor<
   caf::replies_to<ready_atom>::with<session_info>,
   // Stops the worker, answers once the worker and its cgroup are gone (the
   // final stats), and quits.
-  caf::replies_to<destroy_atom>::with<session_stats>>;
+  caf::replies_to<destroy_atom>::with<session_stats>,
+  // A files operation on the session's workspace (session_files.hpp): run
+  // on a thread of its own, while the session is idle or an exec runs, and
+  // after the session ended (its workspace is still there) until it is
+  // destroyed. `invalid_request` without a workspace; `busy` while
+  // max_files_jobs operations of the session run.
+  caf::replies_to<files_atom, files_request>::with<files_reply>,
+  // Opens a file of the workspace for download: its entry, and the actor
+  // that reads it out (files_read_atom, chunk by chunk).
+  caf::replies_to<files_download_atom, std::string>::with<download_ticket>>;
 
 /// What spawn_session needs: the session as listed, the pool its worker
 /// runs in (session_worker_config), and the audit actor (may be null).

@@ -1168,6 +1168,19 @@ supervisor_internal_actor::behavior_type supervisor_impl(supervisor_ptr self, su
           out.push_back(session.info);
       return out;
     },
+    [=](files_atom, const session_ref& ref, files_request& req) -> caf::result<files_reply> {
+      auto* entry = find_session(self, ref);
+      if (entry == nullptr)
+        return no_session(ref.id);
+      return self->delegate(entry->handle, files_atom::value, std::move(req));
+    },
+    [=](files_download_atom, const session_ref& ref,
+        std::string& path) -> caf::result<download_ticket> {
+      auto* entry = find_session(self, ref);
+      if (entry == nullptr)
+        return no_session(ref.id);
+      return self->delegate(entry->handle, files_download_atom::value, std::move(path));
+    },
     [=](exec_atom, const session_ref& ref, exec_request& req) -> caf::result<exec_result> {
       auto* entry = find_session(self, ref);
       if (entry == nullptr)

@@ -87,6 +87,10 @@ using supervisor_actor = caf::typed_actor<
   // The same as sending these to the session (for the API).
   caf::replies_to<exec_atom, session_ref, exec_request>::with<exec_result>,
   caf::replies_to<status_atom, session_ref>::with<session_stats>,
+  // A files operation on the session's workspace, and the start of a
+  // download from it (session_actor, session_files.hpp).
+  caf::replies_to<files_atom, session_ref, files_request>::with<files_reply>,
+  caf::replies_to<files_download_atom, session_ref, std::string>::with<download_ticket>,
   // Destroys the session: its worker and cgroup are gone and its workspace
   // lease released when this answers, and it no longer counts against the
   // limits.
