@@ -23,6 +23,7 @@
 #include "actors/api/audit_params.hpp"
 #include "actors/api/audit_stream.hpp"
 #include "actors/api/policy_scope.hpp"
+#include "actors/api/session_files_routes.hpp"
 #include "actors/api/session_routes.hpp"
 #include "actors/api/workspace_routes.hpp"
 #include "actors/audit/rfc3339.hpp"
@@ -169,7 +170,7 @@ uint64_t decimal_exec_id(std::string_view text) {
 
 } // namespace
 
-struct api_service::state final : api_responder, audit_stream_sink {
+struct api_service::state final : api_responder, audit_stream_sink, files_sink {
   caf::actor_system* sys = nullptr;
   std::weak_ptr<state> self; ///< this, for the policy jobs that answer through it
   std::string policy_dir;
@@ -201,6 +202,9 @@ struct api_service::state final : api_responder, audit_stream_sink {
     std::optional<std::set<std::string>> pools;
   };
   std::unordered_map<uint64_t, audit_stream_entry> audit_streams;
+  /// The files requests in flight (session_files_routes.hpp) by request
+  /// id, under `m`: their actor (null while it is spawned).
+  std::unordered_map<uint64_t, caf::actor> files_jobs;
   supervisor_actor supervisor;
   file_sink_config audit_file;
   access_control access;     ///< under `m`
@@ -276,6 +280,100 @@ struct api_service::state final : api_responder, audit_stream_sink {
       caf::anon_send(actor, cancel_atom::value, x.exec_id);
     else
       caf::anon_send(actor, cancel_atom::value, x.exec_id, x.session);
+  }
+
+  // -- files_sink --------------------------------------------------------------
+
+  void files_respond(uint64_t request_id, http_response response) override {
+    std::lock_guard<std::mutex> guard(m);
+    if (files_jobs.erase(request_id) == 0 || stopped || !server)
+      return;
+    server->respond(request_id, std::move(response));
+  }
+
+  void files_head(uint64_t request_id, uint64_t size) override {
+    std::lock_guard<std::mutex> guard(m);
+    if (files_jobs.count(request_id) == 0 || stopped || !server)
+      return;
+    server->respond_stream(request_id, 200, "application/octet-stream",
+                           {{"Content-Length", std::to_string(size)}});
+  }
+
+  void files_piece(uint64_t request_id, std::string bytes,
+                   std::function<void()> on_written) override {
+    std::lock_guard<std::mutex> guard(m);
+    if (files_jobs.count(request_id) == 0 || stopped || !server)
+      return;
+    server->stream(request_id, std::move(bytes), std::move(on_written));
+  }
+
+  void files_finish(uint64_t request_id) override {
+    std::lock_guard<std::mutex> guard(m);
+    if (files_jobs.erase(request_id) == 0 || stopped || !server)
+      return;
+    server->end_stream(request_id);
+  }
+
+  /// Whether the body of `head` may be an upload's: a PUT of a files
+  /// route by a caller this server admits.
+  bool may_upload(const http_request& head) {
+    if (head.method != "PUT")
+      return false;
+    const std::string_view target = head.target;
+    if (match_session_route(target.substr(0, target.find('?'))).type !=
+        session_route::kind::files)
+      return false;
+    std::lock_guard<std::mutex> guard(m);
+    return access.identify(head.authorization, head.tcp && access.has_tokens_file()).allowed();
+  }
+
+  /// `/v1/sessions/{id}/files…`: the caller's own session only, on a pool
+  /// its token may still use; then an actor of its own does the work.
+  void route_files(http_request req, const caller& who, const session_route& route,
+                   std::string_view query) {
+    auto parsed = parse_files_request(req.method, route.id, route.files_rest, query);
+    if (auto* now = std::get_if<http_response>(&parsed)) {
+      srv->respond(req.id, std::move(*now));
+      return;
+    }
+    auto& fr = std::get<files_http_request>(parsed);
+    if (fr.type == files_http_request::kind::upload)
+      fr.request.data = std::move(req.body);
+    else if (!req.body.empty()) {
+      srv->respond(req.id, error_response(400, "invalid_request",
+                                          "this request takes no body (a file's bytes go "
+                                          "with a PUT without ?mkdir)"));
+      return;
+    }
+    {
+      std::lock_guard<std::mutex> guard(m);
+      const session_registry::entry* e = sessions.find(route.id, who);
+      if (e == nullptr) {
+        srv->respond(req.id, error_response(404, "no_such_session",
+                                            "no session '" + route.id + "'"));
+        return;
+      }
+      if (!access.may_use(who, e->pool)) {
+        srv->respond(req.id, error_response(403, "pool_not_allowed",
+                                            "token '" + who.name + "' may not use pool '" +
+                                                e->pool + "', which session '" + route.id +
+                                                "' was made from"));
+        return;
+      }
+      files_jobs.emplace(req.id, caf::actor{});
+    }
+    auto job = spawn_files_http_job(*sys, supervisor, self.lock(), req.id, std::move(fr));
+    std::lock_guard<std::mutex> guard(m);
+    auto it = files_jobs.find(req.id);
+    if (it == files_jobs.end() || stopped) {
+      // Answered already, or its client left while it was spawned: it ends
+      // (or has ended) by itself; an exit stops a download it reads.
+      if (it != files_jobs.end())
+        files_jobs.erase(it);
+      caf::anon_send_exit(job, caf::exit_reason::user_shutdown);
+      return;
+    }
+    it->second = std::move(job);
   }
 
   // -- audit_stream_sink -------------------------------------------------------
@@ -554,6 +652,14 @@ struct api_service::state final : api_responder, audit_stream_sink {
   /// A request under /v1/sessions: the execs of a session are admitted as
   /// every exec is; the rest decided by decide_session_request.
   void route_session(http_request req, const caller& who, const session_route& route) {
+    if (route.type == session_route::kind::files) {
+      const std::string_view target = req.target;
+      const auto q = target.find('?');
+      const std::string query =
+          q == std::string_view::npos ? std::string() : std::string(target.substr(q + 1));
+      route_files(std::move(req), who, route, query);
+      return;
+    }
     if (route.type == session_route::kind::exec || route.type == session_route::kind::run) {
       if (req.method != "POST") {
         http_response r = error_response(405, "method_not_allowed",
@@ -737,6 +843,12 @@ struct api_service::state final : api_responder, audit_stream_sink {
   /// The client of `request_id` is gone: cancel its exec, if it has one.
   void on_abandoned(uint64_t request_id) {
     std::lock_guard<std::mutex> guard(m);
+    if (auto f = files_jobs.find(request_id); f != files_jobs.end()) {
+      if (f->second)
+        caf::anon_send_exit(f->second, caf::exit_reason::user_shutdown);
+      files_jobs.erase(f);
+      return;
+    }
     if (auto a = audit_streams.find(request_id); a != audit_streams.end()) {
       // Its actor unsubscribes as it exits.
       if (a->second.actor)
@@ -795,6 +907,10 @@ api_service::start(caf::actor_system& sys, supervisor_actor supervisor, api_opti
   http_server::callbacks cb;
   cb.on_request = [raw](http_request req) { raw->on_request(std::move(req)); };
   cb.on_abandoned = [raw](uint64_t id) { raw->on_abandoned(id); };
+  // A file's upload may have more than the body limit of JSON requests,
+  // for a caller the server admits: the head is judged before the body is
+  // read, so no one else makes the daemon hold a large body.
+  cb.large_body = [raw](const http_request& head) { return raw->may_upload(head); };
   auto server =
       http_server::start(opts.listen, opts.limits, std::move(cb), opts.socket_access, opts.tls);
   if (!server) {

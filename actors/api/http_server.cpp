@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <cstring>
 #include <deque>
+#include <limits>
 #include <optional>
 #include <thread>
 #include <type_traits>
@@ -66,7 +67,8 @@ public:
   virtual void deliver(http_response r) = 0;
   /// A streamed response: its head now, then pieces of its body, then the
   /// end, after which the connection closes.
-  virtual void stream_head(unsigned status, const std::string& content_type) = 0;
+  virtual void stream_head(unsigned status, const std::string& content_type,
+                           const std::vector<std::pair<std::string, std::string>>& headers) = 0;
   virtual void stream_data(std::string bytes, std::function<void()> on_written) = 0;
   virtual void stream_end() = 0;
   virtual void close() = 0;
@@ -175,7 +177,8 @@ public:
       close();
   }
 
-  void stream_head(unsigned status, const std::string& content_type) override {
+  void stream_head(unsigned status, const std::string& content_type,
+                   const std::vector<std::pair<std::string, std::string>>& headers) override {
     if (closed_ || pending_ == 0 || streaming_)
       return;
     streaming_ = true;
@@ -185,7 +188,10 @@ public:
                        std::to_string(status) + " " +
                        std::string(http::obsolete_reason(static_cast<http::status>(status))) +
                        "\r\nServer: castellan\r\nContent-Type: " + content_type +
-                       "\r\nCache-Control: no-store\r\nConnection: close\r\n\r\n";
+                       "\r\nCache-Control: no-store\r\nConnection: close\r\n";
+    for (const auto& [name, value] : headers)
+      head += name + ": " + value + "\r\n";
+    head += "\r\n";
     if constexpr (is_tls) {
       // One read and one write at a time on a TLS stream: the watch goes,
       // and a client that leaves is seen at the next write.
@@ -255,7 +261,11 @@ private:
   void read_request() {
     parser_.emplace();
     parser_->header_limit(static_cast<std::uint32_t>(srv_.limits.header_bytes));
-    parser_->body_limit(static_cast<std::uint64_t>(srv_.limits.body_bytes));
+    // No limit while the head is read: the head decides which one this
+    // request has (decide_body_limit, from on_header), before any of its
+    // body is read, and checks its Content-Length then.
+    parser_->body_limit(std::numeric_limits<std::uint64_t>::max());
+    body_limit_ = srv_.limits.body_bytes;
     // One timer for the whole request, headers and body.
     arm_timer();
     http::async_read_header(
@@ -282,8 +292,7 @@ private:
            "a line of the request (a chunk header) exceeds " +
                std::to_string(srv_.limits.header_bytes + pipeline_cap) + " bytes");
     } else if (ec == http::error::body_limit) {
-      fail(413, "body_too_large",
-           "the body exceeds " + std::to_string(srv_.limits.body_bytes) + " bytes");
+      fail(413, "body_too_large", "the body exceeds " + std::to_string(body_limit_) + " bytes");
     } else {
       fail(400, "bad_http", "malformed HTTP request: " + ec.message());
     }
@@ -292,6 +301,8 @@ private:
 
   void on_header(error_code ec) {
     if (closed_ || read_failed(ec))
+      return;
+    if (!decide_body_limit())
       return;
     if (beast::iequals(parser_->get()[http::field::expect], "100-continue") &&
         !parser_->is_done()) {
@@ -312,6 +323,36 @@ private:
       return;
     }
     read_body();
+  }
+
+  /// Sets this request's body limit from its head: body_bytes, or
+  /// upload_bytes when callbacks::large_body says so. A Content-Length
+  /// beyond it is refused now, before the client sends the body; a chunked
+  /// body is cut off by the parser at the limit. False when refused.
+  bool decide_body_limit() {
+    if (srv_.cb.large_body) {
+      auto& req = parser_->get();
+      http_request head;
+      head.method = std::string(req.method_string());
+      head.target = std::string(req.target());
+      head.content_type = std::string(req[http::field::content_type]);
+      head.host = std::string(req[http::field::host]);
+      auto [first, last] = req.equal_range(http::field::authorization);
+      for (auto it = first; it != last; ++it)
+        head.authorization += (head.authorization.empty() ? "" : ", ") + std::string(it->value());
+      head.tcp = tcp_;
+      head.tls = is_tls;
+      head.peer = peer_;
+      if (srv_.cb.large_body(head))
+        body_limit_ = std::max(srv_.limits.body_bytes, srv_.limits.upload_bytes);
+    }
+    parser_->body_limit(static_cast<std::uint64_t>(body_limit_));
+    const auto length = parser_->content_length();
+    if (length && *length > body_limit_) {
+      read_failed(http::error::body_limit);
+      return false;
+    }
+    return true;
   }
 
   void read_body() {
@@ -500,6 +541,8 @@ private:
   bool closed_ = false;
   // A streamed response (stream_head … stream_end).
   bool streaming_ = false;
+  /// The body limit of the request being read (decide_body_limit).
+  std::size_t body_limit_ = 0;
   bool stream_writing_ = false;
   bool stream_ended_ = false;
   struct piece {
@@ -809,9 +852,11 @@ void with_pending(http_server::impl* p, uint64_t id, Fn fn) {
 
 } // namespace
 
-void http_server::respond_stream(uint64_t id, unsigned status, std::string content_type) {
-  net::post(impl_->io, [p = impl_.get(), id, status, type = std::move(content_type)] {
-    with_pending(p, id, [&](session_base& s) { s.stream_head(status, type); });
+void http_server::respond_stream(uint64_t id, unsigned status, std::string content_type,
+                                 std::vector<std::pair<std::string, std::string>> headers) {
+  net::post(impl_->io, [p = impl_.get(), id, status, type = std::move(content_type),
+                        extra = std::move(headers)] {
+    with_pending(p, id, [&](session_base& s) { s.stream_head(status, type, extra); });
   });
 }
 

@@ -25,6 +25,9 @@ namespace castellan::api {
 struct http_limits {
   std::size_t header_bytes = 16 * 1024;     ///< request line and headers; beyond: 431
   std::size_t body_bytes = 4 * 1024 * 1024; ///< the body; beyond: 413
+  /// The body of a request callbacks::body_limit lets have more than
+  /// body_bytes (a file uploaded into a session's workspace): at most this.
+  std::size_t upload_bytes = 256u * 1024 * 1024;
   /// The whole of one request (headers and body) must arrive within this,
   /// and so must the first byte of the next one on a kept-alive connection;
   /// a response must be taken by the client within it too. Beyond: closed.
@@ -74,6 +77,10 @@ public:
     /// The client of request `id` went away before its response: it will
     /// never be written. Runs on the I/O thread.
     std::function<void(uint64_t)> on_abandoned;
+    /// Once a request's head is read (`id` and `body` unset): whether its
+    /// body may have up to limits.upload_bytes instead of body_bytes. Runs
+    /// on the I/O thread; unset: no request may.
+    std::function<bool(const http_request&)> large_body;
   };
 
   /// Binds every listener (a unix socket: mode and group as `access` says,
@@ -104,7 +111,11 @@ public:
   /// away has it abandoned (on_abandoned). A client that leaves more than
   /// 16 MiB untaken, or takes no piece within the read timeout, is closed.
   /// Thread-safe; calls for one request are carried out in order.
-  void respond_stream(uint64_t id, unsigned status, std::string content_type);
+  /// `headers` go with the head (a Content-Length among them makes a
+  /// response whose end the client can check, though the connection still
+  /// closes after it).
+  void respond_stream(uint64_t id, unsigned status, std::string content_type,
+                      std::vector<std::pair<std::string, std::string>> headers = {});
   /// `on_written`, if given, runs on the I/O thread once these bytes are
   /// handed to the socket (never if the connection closes first): what a
   /// producer paces itself by.

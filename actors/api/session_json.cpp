@@ -69,6 +69,10 @@ session_route match_session_route(std::string_view path) {
     r.type = session_route::kind::exec;
   else if (tail == "run")
     r.type = session_route::kind::run;
+  else if (tail == "files" || tail.substr(0, 6) == "files/") {
+    r.type = session_route::kind::files;
+    r.files_rest = std::string(tail.substr(5));
+  }
   else
     r.type = session_route::kind::unknown;
   return r;

@@ -24,10 +24,13 @@ struct session_route {
     one,        ///< /v1/sessions/{id}
     exec,       ///< /v1/sessions/{id}/exec
     run,        ///< /v1/sessions/{id}/run
+    files,      ///< /v1/sessions/{id}/files[/…] (session_files_routes.hpp)
     unknown,    ///< /v1/sessions/{id}/… of no route
   };
   kind type = kind::none;
   std::string id; ///< the `{id}` segment, as sent (any text: unknown ids are 404)
+  /// For `files`: what follows `/files` ("" or "/…"), still percent-encoded.
+  std::string files_rest;
 };
 
 /// The route of `path` (without its query string).

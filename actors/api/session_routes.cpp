@@ -115,6 +115,7 @@ std::variant<http_response, caf::message> decide_session_request(const http_requ
   }
   case session_route::kind::exec:
   case session_route::kind::run:
+  case session_route::kind::files:
   case session_route::kind::none:
   case session_route::kind::unknown:
     break;

@@ -153,7 +153,7 @@ BOOST_AUTO_TEST_CASE(a_socket_of_mode_0660_admits_its_group_and_no_one_else) {
   a.path = dir.path + "/api.sock";
   // 65533: a group id no account here has as its own.
   unix_socket_access access{0660, 65533};
-  auto srv = http_server::start({a}, {}, {[](http_request) {}, [](uint64_t) {}}, access);
+  auto srv = http_server::start({a}, {}, {[](http_request) {}, [](uint64_t) {}, {}}, access);
   BOOST_REQUIRE_MESSAGE(srv, (srv ? "" : srv.error().describe()));
   struct stat st {};
   BOOST_REQUIRE(::lstat(a.path.c_str(), &st) == 0);
@@ -200,9 +200,9 @@ BOOST_AUTO_TEST_CASE(a_stale_socket_is_replaced_a_live_one_and_a_file_are_refuse
   }
   listen_address a;
   a.path = path;
-  auto first = http_server::start({a}, {}, {[](http_request) {}, [](uint64_t) {}});
+  auto first = http_server::start({a}, {}, {[](http_request) {}, [](uint64_t) {}, {}});
   BOOST_REQUIRE_MESSAGE(first, (first ? "" : first.error().describe()));
-  auto second = http_server::start({a}, {}, {[](http_request) {}, [](uint64_t) {}});
+  auto second = http_server::start({a}, {}, {[](http_request) {}, [](uint64_t) {}, {}});
   BOOST_REQUIRE(!second);
   BOOST_TEST(second.error().describe().find("another server is listening on '" + path + "'") !=
              std::string::npos);
@@ -211,7 +211,7 @@ BOOST_AUTO_TEST_CASE(a_stale_socket_is_replaced_a_live_one_and_a_file_are_refuse
   (*first)->stop();
 
   std::ofstream(path) << "not a socket";
-  auto third = http_server::start({a}, {}, {[](http_request) {}, [](uint64_t) {}});
+  auto third = http_server::start({a}, {}, {[](http_request) {}, [](uint64_t) {}, {}});
   BOOST_REQUIRE(!third);
   BOOST_TEST(third.error().describe().find("exists and is not a socket") != std::string::npos);
   struct stat st {};
@@ -223,7 +223,7 @@ BOOST_AUTO_TEST_CASE(tcp_listens_on_loopback_only) {
   listen_address any;
   any.type = listen_address::kind::tcp;
   any.host = "0.0.0.0";
-  auto refused = http_server::start({any}, {}, {[](http_request) {}, [](uint64_t) {}});
+  auto refused = http_server::start({any}, {}, {[](http_request) {}, [](uint64_t) {}, {}});
   BOOST_REQUIRE(!refused);
   BOOST_TEST(refused.error().describe().find("not a loopback address") != std::string::npos);
 
@@ -699,7 +699,7 @@ BOOST_AUTO_TEST_CASE(a_tls_listener_needs_a_matching_certificate_and_key) {
   auto other = castellan::test::make_test_certificate(dir.path, "other");
   auto try_start = [&](const tls_files& tls) {
     auto srv =
-        http_server::start({tls_loopback()}, {}, {[](http_request) {}, [](uint64_t) {}}, {}, tls);
+        http_server::start({tls_loopback()}, {}, {[](http_request) {}, [](uint64_t) {}, {}}, {}, tls);
     return srv ? std::string() : srv.error().describe();
   };
   BOOST_TEST(try_start({}).find("a TLS listener needs a certificate and a key") !=
