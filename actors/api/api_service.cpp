@@ -360,6 +360,7 @@ struct api_service::state final : api_responder, audit_stream_sink, files_sink {
                                                 "' was made from"));
         return;
       }
+      fr.session.owner = e->owner;
       files_jobs.emplace(req.id, caf::actor{});
     }
     auto job = spawn_files_http_job(*sys, supervisor, self.lock(), req.id, std::move(fr));

@@ -287,7 +287,7 @@ std::variant<files_http_request, http_response>
 parse_files_request(std::string_view method, std::string session, std::string_view rest,
                     std::string_view query) {
   files_http_request out;
-  out.session = std::move(session);
+  out.session.id = std::move(session);
   // "/files/a/b": the slash after "files" separates, it is not the path's.
   if (!rest.empty() && rest.front() == '/')
     rest.remove_prefix(1);

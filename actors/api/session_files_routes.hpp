@@ -42,7 +42,9 @@ namespace castellan::api {
 struct files_http_request {
   enum class kind : uint8_t { get, stat, upload, mkdir, remove };
   kind type = kind::get;
-  std::string session; ///< the session id
+  /// The session: its id, and its owner as the API's registry has it (the
+  /// supervisor checks it again).
+  session_ref session;
   files_request request;
 };
 

@@ -13,7 +13,9 @@
 #include "actors/api/session_files_routes.hpp"
 #include "support/actor_system_fixture.hpp"
 #include "support/http_client.hpp"
+#include "support/skip.hpp"
 #include "support/temp_dir.hpp"
+#include "support/workspace_support.hpp"
 
 using namespace castellan;
 using namespace castellan::api;
@@ -24,12 +26,12 @@ using json = nlohmann::json;
 
 namespace {
 
-/// A real supervisor and the API on a unix socket, and a session whose
-/// workspace is a temporary directory (made through the supervisor: the
-/// API's create names no host path).
+/// A real supervisor with a workspace store, the API on a unix socket, and
+/// a session bound to the workspace "files" (made through the supervisor:
+/// the API does not take a workspace yet).
 struct files_api_fixture : test::actor_system_fixture {
   test::temp_dir dir;
-  test::temp_dir ws;
+  test::mount_sweeper sweeper{dir.path.string()};
   std::string socket_path;
   supervisor_actor sup;
   std::unique_ptr<api_service> api;
@@ -41,6 +43,9 @@ struct files_api_fixture : test::actor_system_fixture {
     auto pc = test_pool(1);
     pc.mode = exec_mode::shared;
     sc.pools.push_back(pc);
+    workspace_config wc;
+    wc.store.directory = dir.file("workspaces");
+    sc.workspaces = wc;
     auto s = spawn_supervisor(sys, sc);
     BOOST_REQUIRE_MESSAGE(s, (s ? "" : s.error().describe()));
     sup = *s;
@@ -52,10 +57,13 @@ struct files_api_fixture : test::actor_system_fixture {
     auto started = api_service::start(sys, sup, std::move(opts));
     BOOST_REQUIRE_MESSAGE(started, (started ? "" : started.error().describe()));
     api = std::move(*started);
-    BOOST_REQUIRE(::chmod(ws.path.c_str(), 0777) == 0);
     session_options so;
-    if (workspace)
-      so.workspace = ws.path.string();
+    if (workspace) {
+      self->request(sup, 60s, workspace_create_atom::value, std::string("files"),
+                    uint64_t{64} << 20)
+        .receive([&](workspace_info&) {}, [&](caf::error& err) { BOOST_FAIL(describe(err, sys)); });
+      so.workspace = "files";
+    }
     self->request(sup, 60s, session_create_atom::value, so)
       .receive([&](session_info& info) { id = info.id; },
                [&](caf::error& err) { BOOST_FAIL(describe(err, sys)); });
@@ -67,6 +75,10 @@ struct files_api_fixture : test::actor_system_fixture {
     if (api)
       api->stop();
     caf::anon_send(sup, shutdown_atom::value);
+    self->wait_for(sup);
+  }
+  std::string host(const std::string& rel) const {
+    return dir.file("workspaces/mounts/files/" + rel);
   }
 
   std::string files(const std::string& path) { return "/v1/sessions/" + id + "/files" + path; }
@@ -81,7 +93,7 @@ struct files_api_fixture : test::actor_system_fixture {
     exec_result out;
     exec_request r;
     r.code = code;
-    self->request(sup, 60s, exec_atom::value, id, std::move(r))
+    self->request(sup, 60s, exec_atom::value, session_ref{id, ""}, std::move(r))
       .receive([&](exec_result& x) { out = std::move(x); },
                [&](caf::error& e) { BOOST_FAIL(describe(e, sys)); });
     return out;
@@ -97,9 +109,15 @@ std::string binary(std::size_t n) {
 
 } // namespace
 
+/// Workspaces need the loop driver and ext4.
+#define SKIP_WITHOUT_WORKSPACES()                                                                  \
+  if (auto why = test::workspace_kernel_lacks())                                                   \
+    return test::skip(*why);
+
 BOOST_AUTO_TEST_SUITE(api_session_files)
 
 BOOST_AUTO_TEST_CASE(put_get_list_stat_mkdir_and_delete_over_http) {
+  SKIP_WITHOUT_WORKSPACES();
   files_api_fixture f;
   // Over the 4 MiB of a JSON body: uploads have their own limit.
   const auto bytes = binary((5u << 20) + 3);
@@ -150,10 +168,11 @@ BOOST_AUTO_TEST_CASE(put_get_list_stat_mkdir_and_delete_over_http) {
   // A percent-encoded name.
   BOOST_REQUIRE(f.req("PUT", f.files("/with%20space.txt"), "x").status == 200);
   struct stat sb{};
-  BOOST_TEST(::stat((f.ws.path / "with space.txt").c_str(), &sb) == 0);
+  BOOST_TEST(::stat(f.host("with space.txt").c_str(), &sb) == 0);
 }
 
 BOOST_AUTO_TEST_CASE(what_the_sandbox_plants_fails_cleanly_and_the_daemon_stays_up) {
+  SKIP_WITHOUT_WORKSPACES();
   files_api_fixture f;
   auto r = f.exec("import os\n"
                   "os.symlink('/etc/shadow', '/workspace/shadow')\n"
@@ -189,6 +208,7 @@ BOOST_AUTO_TEST_CASE(what_the_sandbox_plants_fails_cleanly_and_the_daemon_stays_
 }
 
 BOOST_AUTO_TEST_CASE(bad_requests_name_what_is_wrong) {
+  SKIP_WITHOUT_WORKSPACES();
   http_limits limits;
   limits.upload_bytes = 6u << 20;
   files_api_fixture f(limits);
