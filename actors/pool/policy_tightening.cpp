@@ -58,8 +58,9 @@ policy_fit covers(const pool_config& wide, const pool_config& narrow) {
   if (wide.stdout_limit != narrow.stdout_limit || wide.stderr_limit != narrow.stderr_limit ||
       wide.code_limit != narrow.code_limit)
     return {"the output or code limits differ"};
-  if (w.hostname != n.hostname || w.tmp_size_bytes != n.tmp_size_bytes)
-    return {"the root differs (hostname, /tmp size)"};
+  if (w.hostname != n.hostname || w.tmp_size_bytes != n.tmp_size_bytes ||
+      w.overlay_writes != n.overlay_writes)
+    return {"the root differs (hostname, /tmp size, overlaid writes)"};
   if (w.loopback && !n.loopback)
     return {"the pool's workers have a loopback interface, the request policy's none (it is "
             "the worker's)"};

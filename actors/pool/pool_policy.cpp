@@ -218,6 +218,7 @@ pool_config pool_without_policy(const pool_config& pool) {
   fresh.tmp_size_bytes = d.tmp_size_bytes;
   fresh.workspace_source = d.workspace_source; // the pool's, not the policy's
   fresh.workspace_root = d.workspace_root;
+  fresh.overlay_writes = d.overlay_writes;
   t.sandbox = std::move(fresh);
   t.egress_policy = nullptr;
   t.mediation_policy = nullptr;

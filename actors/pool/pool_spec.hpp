@@ -148,7 +148,7 @@ template <class Inspector> typename Inspector::result_type inspect(Inspector& f,
            x.limits.cpu_percent, s.landlock, s.landlock_best_effort, s.seccomp, s.cgroups,
            s.cgroups_best_effort, s.deny_syscalls, s.kill_syscalls, s.extra_paths, s.masked_paths,
            s.restrict_execute, s.exec_allowed, s.notify.syscalls, s.notify.open_writes_only,
-           s.loopback, s.hostname, s.tmp_size_bytes, s.workspace_source, x.policy_name, x.egress_port,
+           s.loopback, s.hostname, s.tmp_size_bytes, s.workspace_source, s.overlay_writes, x.policy_name, x.egress_port,
            x.events_limit, policy.name, policy.revision, policy.json_text, fs_policy_is_policy,
            fs_policy.name, fs_policy.revision, fs_policy.json_text, x.named_policy,
            caf::meta::load_callback(load));

@@ -131,6 +131,7 @@ outcome<platform::sandbox_spec> make_sandbox_spec(const sandbox_profile& profile
   options.workspace_source = profile.workspace_source;
   platform::sandbox_spec spec;
   spec.root = platform::default_root_spec(options);
+  spec.root.overlay_size_bytes = profile.tmp_size_bytes;
   for (auto& b : spec.root.binds)
     if (b.target == sandbox_workspace_dir) {
       // The store's directories are closed to the sandbox's host uid: the
@@ -153,6 +154,7 @@ outcome<platform::sandbox_spec> make_sandbox_spec(const sandbox_profile& profile
     b.source = e.path;
     b.target = e.path;
     b.writable = e.writable;
+    b.overlay = e.writable && profile.overlay_writes;
     b.exec = (e.landlock_access & platform::landlock_fs::execute) != 0;
     b.captured_by_spawner = true;
     spec.root.binds.push_back(std::move(b));

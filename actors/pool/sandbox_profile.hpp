@@ -75,6 +75,13 @@ struct sandbox_profile {
   /// mount point directory, with no quota, is never bound in its place).
   /// Local to this process (not part of a pool_spec).
   std::shared_ptr<const unique_fd> workspace_root;
+  /// The host paths the policy makes writable (extra_paths) are overlaid:
+  /// the workers see them writable, but their writes land in an upper layer
+  /// of the sandbox's own (a tmpfs of tmp_size_bytes, all of them together)
+  /// and vanish with the worker; the host's files are never written. What
+  /// sessions run with (session_worker_config): only /workspace keeps what a
+  /// session writes.
+  bool overlay_writes = false;
   /// The policy whose fs decisions limit the Landlock rights of every tree
   /// of the root (limit_landlock_to_policy in sandbox_fs_rights.hpp); null:
   /// the root's own rights (a pool without a policy).

@@ -463,6 +463,9 @@ pool_config session_worker_config(const pool_config& base, const session_info& i
     cfg.sandbox.workspace_source = workspace->host_path(); // names it in messages
     cfg.sandbox.workspace_root = workspace->root();       // what is bound
   }
+  // What the session writes outside /workspace (where its policy lets it)
+  // is the session's own and goes with it: never the host's files.
+  cfg.sandbox.overlay_writes = true;
   // The policy in force now, kept for the session's life: a reload would
   // replace the worker, and the session's state with it.
   cfg.policies = nullptr;

@@ -59,7 +59,20 @@ int capset_sets(uint64_t eff, uint64_t prm, uint64_t inh) noexcept {
 } // namespace
 
 uint64_t setup_capability_mask() noexcept {
-  return bit(CAP_SYS_ADMIN) | bit(CAP_SETPCAP) | bit(CAP_NET_ADMIN);
+  return bit(CAP_SYS_ADMIN) | bit(CAP_SETPCAP) | bit(CAP_NET_ADMIN) | bit(CAP_DAC_OVERRIDE);
+}
+
+uint64_t overlay_capability_mask() noexcept { return bit(CAP_DAC_OVERRIDE); }
+
+int set_effective_capabilities(uint64_t mask, bool on, bool* was_on) noexcept {
+  uint64_t eff = 0, prm = 0, inh = 0;
+  if (int err = capget_sets(eff, prm, inh))
+    return err;
+  if (was_on != nullptr)
+    *was_on = (eff & mask) == mask;
+  if (on && (prm & mask) != mask)
+    return EPERM;
+  return capset_sets(on ? (eff | mask) : (eff & ~mask), prm, inh);
 }
 
 int keep_ambient_capabilities(uint64_t mask) noexcept {

@@ -37,8 +37,21 @@ outcome<capabilities_report> current_capabilities();
 /// The capabilities castellan-worker keeps (as ambient capabilities inside
 /// its own user namespace) to build its sandbox: CAP_SYS_ADMIN (mounts,
 /// pivot_root, sethostname), CAP_SETPCAP (to drop the rest) and CAP_NET_ADMIN
-/// (loopback up).
+/// (loopback up), and CAP_DAC_OVERRIDE, for overlay mounts only (below).
 uint64_t setup_capability_mask() noexcept;
+
+/// What an overlay mount needs beyond CAP_SYS_ADMIN: the kernel makes the
+/// overlay's work directory mode 0 and then works in it with the mounter's
+/// credentials, which only CAP_DAC_OVERRIDE lets through. castellan-worker
+/// keeps it permitted but not effective during its setup and raises it
+/// around each overlay mount only (root_builder.cpp), so no other setup
+/// step (a bind source captured by path, above all) gets past a permission.
+uint64_t overlay_capability_mask() noexcept;
+
+/// Raises (`on`) or lowers `mask` in the effective set; `was_on` (when not
+/// null) says whether all of it was effective before. Raising needs it
+/// permitted (EPERM otherwise). Returns 0 or an errno.
+int set_effective_capabilities(uint64_t mask, bool on, bool* was_on = nullptr) noexcept;
 
 /// Child side, async-signal-safe: makes `mask` inheritable and ambient so
 /// that it survives execve of a binary without file capabilities. The other

@@ -115,6 +115,26 @@ outcome<void> mount_tmpfs(const std::string& target, uint64_t size_bytes, unsign
   return {};
 }
 
+outcome<void> mount_overlay(const std::string& lower, const std::string& upper,
+                            const std::string& work, const std::string& target, bool exec) {
+  // The options are one comma-separated string, and a lowerdir of several
+  // layers is colon-separated: a path with either (or the escape character)
+  // would be read as something else. root_builder's validate() refuses such
+  // targets up front; this is the last line.
+  for (const std::string* p : {&lower, &upper, &work})
+    if (p->find_first_of(",:\\") != std::string::npos)
+      return logic_failure("overlay on " + target + ": the path '" + *p +
+                           "' has a ',', ':' or '\\', which overlay options cannot carry");
+  const std::string data =
+    "lowerdir=" + lower + ",upperdir=" + upper + ",workdir=" + work + ",userxattr";
+  unsigned long flags = MS_NOSUID | MS_NODEV;
+  if (!exec)
+    flags |= MS_NOEXEC;
+  if (::mount("castellan-overlay", target.c_str(), "overlay", flags, data.c_str()) != 0)
+    return errno_failure("mount overlay (" + data + ") on " + target);
+  return {};
+}
+
 outcome<std::string> mount_proc(const std::string& target, bool hide_pids, bool subset_pid) {
   // Strongest first. subset=pid leaves only the process directories (no
   // /proc/sys, /proc/kcore…); hidepid hides other users' processes.

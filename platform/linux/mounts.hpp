@@ -64,6 +64,15 @@ outcome<void> mount_tmpfs(const std::string& target, uint64_t size_bytes, unsign
 /// order of strength (hidepid=invisible and subset=pid first) and returning
 /// the one in force ("" = no options). `hide_pids`/`subset_pid` false skip
 /// those options.
+/// Mounts an overlay at `target` (nosuid, nodev; noexec unless `exec`)
+/// whose one lower layer is `lower` (which may be `target` itself: the
+/// overlay then covers what it shows) and whose writes go to `upper`, with
+/// `work` its work directory on the same file system. In a user namespace
+/// the overlay keeps its metadata in user.* extended attributes
+/// (`userxattr`), which the upper file system must support (tmpfs: 6.6).
+outcome<void> mount_overlay(const std::string& lower, const std::string& upper,
+                            const std::string& work, const std::string& target, bool exec);
+
 outcome<std::string> mount_proc(const std::string& target, bool hide_pids, bool subset_pid);
 
 /// Makes the mount at `target` read-only (that mount only, not the ones on it).

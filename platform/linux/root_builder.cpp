@@ -10,6 +10,7 @@
 #include <set>
 
 #include "ipc/unique_fd.hpp"
+#include "platform/linux/capabilities.hpp"
 #include "platform/linux/mounts.hpp"
 #include "platform/linux/package_etc.hpp"
 
@@ -139,7 +140,18 @@ outcome<void> validate(const root_spec& spec) {
       return logic_failure("root spec: bind source '" + b.source + "' is not absolute");
     if (auto r = check(b.target, "bind target", true); !r)
       return r;
+    if (b.overlay && (!b.writable || b.device))
+      return logic_failure("root spec: bind '" + b.target +
+                           "' has an overlay but is not a writable directory bind");
+    if (b.overlay && (b.target.find_first_of(",:\\") != std::string::npos ||
+                      spec.staging_dir.find_first_of(",:\\") != std::string::npos))
+      return logic_failure("root spec: bind '" + b.target +
+                           "' cannot have an overlay: its path has a ',', ':' or '\\', which "
+                           "overlay options cannot carry");
   }
+  if (spec.overlay_size_bytes == 0 &&
+      std::any_of(spec.binds.begin(), spec.binds.end(), [](const bind_mount& b) { return b.overlay; }))
+    return logic_failure("root spec: overlay binds need an overlay_size_bytes above 0");
   for (const auto& t : spec.tmpfs)
     if (auto r = check(t.target, "tmpfs target", true); !r)
       return r;
@@ -224,7 +236,9 @@ outcome<root_report> build_root(const root_spec& spec) {
       return at("capture bind source", tree.error());
     }
     uint64_t set = MOUNT_ATTR_NOSUID;
-    if (!m.writable)
+    // An overlay's lower layer is never written: the host's tree stays
+    // read-only even under the overlay (which only ever writes its upper).
+    if (!m.writable || m.overlay)
       set |= MOUNT_ATTR_RDONLY;
     if (!m.device)
       set |= MOUNT_ATTR_NODEV;
@@ -256,6 +270,22 @@ outcome<root_report> build_root(const root_spec& spec) {
   if (auto r = mount_tmpfs(root, spec.root_size_bytes, 0755, false, "castellan-root"); !r)
     return at("root tmpfs", r.error());
   report.mounted.push_back("/ (tmpfs " + mib(spec.root_size_bytes) + ")");
+
+  // 3b. The upper layers of the overlay binds: one tmpfs for them all, on
+  //     the root while the root is built, detached from it once the
+  //     overlays hold it (an overlay keeps a private clone of its upper's
+  //     mount), so nothing inside the sandbox reaches a layer underneath
+  //     the overlay that uses it.
+  const bool overlays =
+    std::any_of(spec.binds.begin(), spec.binds.end(), [](const bind_mount& b) { return b.overlay; });
+  const std::string uppers = root + "/.castellan-upper";
+  if (overlays) {
+    if (::mkdir(uppers.c_str(), 0700) != 0)
+      return at("overlay layers", errno_failure("mkdir " + uppers));
+    if (auto r = mount_tmpfs(uppers, spec.overlay_size_bytes, 0700, false, "castellan-upper"); !r)
+      return at("overlay layers", r.error());
+  }
+  std::size_t overlay_count = 0;
 
   // 4. tmpfs mounts (/tmp, /dev/shm) and binds. A tmpfs goes before the
   //    binds unless it lies inside one of them: otherwise it would cover a
@@ -290,10 +320,34 @@ outcome<root_report> build_root(const root_spec& spec) {
       return at("mount point", r.error());
     if (auto r = attach_tree(c.tree, root + m.target); !r)
       return at("attach bind", r.error());
+    // The overlay goes on right away, before the binds below this one
+    // (parents come first): they then land on the overlay, not under it.
+    if (m.overlay) {
+      if (!c.tree.is_dir)
+        return at("overlay", logic_failure("the source of " + m.target + " (" + m.source +
+                                           ") is not a directory"));
+      const std::string layer = uppers + "/" + std::to_string(overlay_count++);
+      for (const std::string& d : {layer, layer + "/upper", layer + "/work"})
+        if (::mkdir(d.c_str(), 0755) != 0)
+          return at("overlay layers", errno_failure("mkdir " + d));
+      // CAP_DAC_OVERRIDE for this mount alone (capabilities.hpp says why);
+      // the overlay keeps the credentials of its mount for its own work.
+      bool was_on = false;
+      if (int err = set_effective_capabilities(overlay_capability_mask(), true, &was_on))
+        return at("overlay", failure{err, "raise CAP_DAC_OVERRIDE for the overlay on " + m.target});
+      auto mounted = mount_overlay(root + m.target, layer + "/upper", layer + "/work",
+                                   root + m.target, m.exec);
+      if (!was_on)
+        if (int err = set_effective_capabilities(overlay_capability_mask(), false))
+          return at("overlay", failure{err, "lower CAP_DAC_OVERRIDE"});
+      if (!mounted)
+        return at("overlay", mounted.error());
+    }
     if (m.listed)
-      report.mounted.push_back(m.target + (m.device ? std::string(" (device bind, inode read-only)")
-                                                    : std::string(" (bind ") +
-                                                          (m.writable ? "rw" : "ro") + ")"));
+      report.mounted.push_back(
+        m.target + (m.device    ? std::string(" (device bind, inode read-only)")
+                    : m.overlay ? std::string(" (bind ro + overlay: writes kept in the sandbox)")
+                                : std::string(" (bind ") + (m.writable ? "rw" : "ro") + ")"));
     else
       ++unlisted;
   }
@@ -302,6 +356,13 @@ outcome<root_report> build_root(const root_spec& spec) {
     report.mounted.push_back("/etc (" + std::to_string(unlisted) +
                              " binds ro of installed packages' entries, see etc)");
   report.etc = spec.etc;
+
+  if (overlays) {
+    if (::umount2(uppers.c_str(), MNT_DETACH) != 0)
+      return at("overlay layers", errno_failure("detach " + uppers));
+    if (::rmdir(uppers.c_str()) != 0)
+      return at("overlay layers", errno_failure("rmdir " + uppers));
+  }
 
   if (auto r = mount_tmpfs_entries(true); !r)
     return r.error();

@@ -46,6 +46,12 @@ struct bind_mount {
   /// The worker's fd of the detached tree the spawner captured; -1: the
   /// worker captures `source` by path.
   int source_fd = -1;
+  /// Writes land in an overlay upper layer on the sandbox's own tmpfs
+  /// (root_spec::overlay_size_bytes), never in `source`, which the overlay
+  /// sees read-only: they are gone when the sandbox is. Needs `writable`.
+  /// The overlay shows the source's own file system only: mounts below the
+  /// source on the host show the directory they cover.
+  bool overlay = false;
 };
 
 /// Where the sandbox's /etc came from (package_etc.hpp), for the report.
@@ -82,6 +88,9 @@ struct root_spec {
   std::string staging_dir = "/tmp";
   uint64_t root_size_bytes = 8ull << 20; ///< the root tmpfs: mount points and generated files
   bool read_only = true;                 ///< remount the root tmpfs read-only once populated
+  /// The tmpfs that holds the upper layers of every bind_mount::overlay
+  /// together (unused when no bind has one): what they may write in all.
+  uint64_t overlay_size_bytes = 64ull << 20;
   std::vector<bind_mount> binds;         ///< attached in this order (parents first)
   std::vector<tmpfs_mount> tmpfs;
   std::vector<generated_file> files;

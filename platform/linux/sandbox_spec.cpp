@@ -39,7 +39,8 @@ json root_json(const root_spec& r) {
                      {"optional", b.optional}, {"device", b.device},
                      {"listed", b.listed},
                      {"captured_by_spawner", b.captured_by_spawner},
-                     {"source_fd", b.source_fd}});
+                     {"source_fd", b.source_fd},
+                     {"overlay", b.overlay}});
   json tmpfs = json::array();
   for (const auto& t : r.tmpfs)
     tmpfs.push_back(
@@ -53,6 +54,7 @@ json root_json(const root_spec& r) {
   return {{"staging_dir", r.staging_dir},
           {"root_size_bytes", r.root_size_bytes},
           {"read_only", r.read_only},
+          {"overlay_size_bytes", r.overlay_size_bytes},
           {"binds", binds},
           {"tmpfs", tmpfs},
           {"files", files},
@@ -124,6 +126,7 @@ void read_root(const json& j, const std::string& path, root_spec& r, std::string
   o.string("staging_dir", r.staging_dir);
   o.unsigned_number("root_size_bytes", r.root_size_bytes);
   o.boolean("read_only", r.read_only);
+  o.unsigned_number("overlay_size_bytes", r.overlay_size_bytes);
   r.binds.clear();
   o.array("binds", [&](const json& e, const std::string& p) {
     bind_mount b;
@@ -137,6 +140,7 @@ void read_root(const json& j, const std::string& path, root_spec& r, std::string
     x.boolean("listed", b.listed);
     x.boolean("captured_by_spawner", b.captured_by_spawner);
     x.signed_number("source_fd", b.source_fd);
+    x.boolean("overlay", b.overlay);
     x.finish();
     if (b.source_fd < -1)
       x.fail(p + "/source_fd", "not an fd (or -1)");
