@@ -88,12 +88,6 @@ std::optional<sandbox_setup> sandbox_setup::read(int spec_fd, sandbox_failure& f
 
 bool sandbox_setup::build(sandbox_failure& failed) {
   using namespace platform;
-  // CAP_DAC_OVERRIDE is among the setup capabilities for overlay mounts
-  // only: build_root raises it around each one (capabilities.hpp).
-  if (int err = set_effective_capabilities(overlay_capability_mask(), false)) {
-    failed = {exit_sandbox_root, failure{err, "lower CAP_DAC_OVERRIDE"}};
-    return false;
-  }
   // Read here: the sandbox's own /proc (subset=pid) has no /proc/sys.
   const int memfd_noexec = read_memfd_noexec();
   if (spec_.memfd_noexec.required && memfd_noexec != 2 && !spec_.memfd_noexec.best_effort) {

@@ -21,6 +21,7 @@
 #include <optional>
 #include <string>
 
+#include "platform/linux/capabilities.hpp"
 #include "worker/harness_launch.hpp"
 #include "worker/inherited_fds.hpp"
 #include "worker/options.hpp"
@@ -107,6 +108,11 @@ int run_launched(const options& opts, const in_process_harness* in_process) {
 } // namespace
 
 int run_worker(int argc, char** argv, const in_process_harness* in_process) {
+  // CAP_DAC_OVERRIDE is among the setup capabilities for overlay mounts
+  // only: not effective from here on (before anything is read or forked),
+  // build_root raises it around each one (capabilities.hpp).
+  if (int err = platform::set_effective_capabilities(platform::overlay_capability_mask(), false))
+    return fail(exit_sandbox_root, failure{err, "lower CAP_DAC_OVERRIDE"});
   auto opts = parse_options(argc, argv);
   if (!opts) {
     std::fprintf(stderr, "castellan-worker: %s\n%s", opts.error().describe().c_str(),

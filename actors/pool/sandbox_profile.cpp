@@ -13,6 +13,7 @@
 #include "actors/mediation/notify_mapping.hpp"
 #include "actors/pool/pool_actor.hpp"
 #include "actors/pool/sandbox_fs_rights.hpp"
+#include "platform/linux/mount_table.hpp"
 
 namespace castellan {
 
@@ -155,6 +156,22 @@ outcome<platform::sandbox_spec> make_sandbox_spec(const sandbox_profile& profile
     b.target = e.path;
     b.writable = e.writable;
     b.overlay = e.writable && profile.overlay_writes;
+    if (b.overlay) {
+      // The worker refuses to overlay a directory with mounts below it
+      // (root_builder.cpp says why); said here first, with the reason,
+      // where the client gets it.
+      if (auto below = platform::mounts_at_or_below(e.path); below) {
+        std::string covered;
+        for (const auto& m : *below)
+          if (m.mount_point != e.path)
+            covered += (covered.empty() ? "" : ", ") + m.mount_point;
+        if (!covered.empty())
+          return logic_failure("sandbox: the host directory " + e.path +
+                               ", which the policy makes writable, has mounts below it (" +
+                               covered + "): a session cannot overlay it (its overlay would "
+                               "show what they cover); grant write below them instead");
+      }
+    }
     b.exec = (e.landlock_access & platform::landlock_fs::execute) != 0;
     b.captured_by_spawner = true;
     spec.root.binds.push_back(std::move(b));

@@ -308,7 +308,10 @@ session_internal_actor::behavior_type session_impl(session_ptr self, session_con
       return;
     }
     answer_in_flight(self, "lost its pool");
-    end(self, "its pool stopped");
+    // A pool that could not start says why in its exit reason (a sandbox
+    // it cannot build for this session, say): the client gets that.
+    end(self, dm.reason ? "its pool stopped: " + describe(dm.reason, self->system())
+                        : std::string("its pool stopped"));
   });
   return {
     [=](exec_atom, exec_request& req) -> caf::result<exec_result> {

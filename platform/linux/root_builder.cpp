@@ -11,6 +11,7 @@
 
 #include "ipc/unique_fd.hpp"
 #include "platform/linux/capabilities.hpp"
+#include "platform/linux/mount_table.hpp"
 #include "platform/linux/mounts.hpp"
 #include "platform/linux/package_etc.hpp"
 
@@ -19,6 +20,9 @@ namespace castellan::platform {
 namespace {
 
 const char* const dev_nodes[] = {"null", "zero", "full", "random", "urandom"};
+/// Where build_root keeps the overlays' upper layers on the root while it
+/// builds it (detached before the sandbox runs).
+constexpr const char* overlay_layers_dir = "/.castellan-upper";
 
 bool normalised_absolute(const std::string& p) {
   if (p.size() < 2 || p.front() != '/' || p.back() == '/')
@@ -149,6 +153,11 @@ outcome<void> validate(const root_spec& spec) {
                            "' cannot have an overlay: its path has a ',', ':' or '\\', which "
                            "overlay options cannot carry");
   }
+  // Where build_root keeps the overlays' upper layers while it builds.
+  for (const auto& b : spec.binds)
+    if (path_covers(overlay_layers_dir, b.target))
+      return logic_failure(std::string("root spec: bind target '") + b.target + "' is " +
+                           overlay_layers_dir + " or below it, which castellan keeps for itself");
   if (spec.overlay_size_bytes == 0 &&
       std::any_of(spec.binds.begin(), spec.binds.end(), [](const bind_mount& b) { return b.overlay; }))
     return logic_failure("root spec: overlay binds need an overlay_size_bytes above 0");
@@ -278,7 +287,7 @@ outcome<root_report> build_root(const root_spec& spec) {
   //     the overlay that uses it.
   const bool overlays =
     std::any_of(spec.binds.begin(), spec.binds.end(), [](const bind_mount& b) { return b.overlay; });
-  const std::string uppers = root + "/.castellan-upper";
+  const std::string uppers = root + overlay_layers_dir;
   if (overlays) {
     if (::mkdir(uppers.c_str(), 0700) != 0)
       return at("overlay layers", errno_failure("mkdir " + uppers));
@@ -322,10 +331,28 @@ outcome<root_report> build_root(const root_spec& spec) {
       return at("attach bind", r.error());
     // The overlay goes on right away, before the binds below this one
     // (parents come first): they then land on the overlay, not under it.
-    if (m.overlay) {
-      if (!c.tree.is_dir)
-        return at("overlay", logic_failure("the source of " + m.target + " (" + m.source +
-                                           ") is not a directory"));
+    // A file the policy makes writable is bound read-only instead (the
+    // capture made it so): an overlay covers directories only.
+    const bool overlaid = m.overlay && c.tree.is_dir;
+    if (overlaid) {
+      // An overlay's lower layer is one mount: it would show, under a
+      // mount below the source, the files that mount covers on the host
+      // (which the kernel hides from a user namespace by locking the
+      // mounts it copies, and a tree captured by the spawner is not
+      // locked). Refused, never shown.
+      auto below = mounts_at_or_below(root + m.target);
+      if (!below)
+        return at("overlay", below.error());
+      std::string covered;
+      for (const auto& e : *below)
+        if (e.mount_point != root + m.target)
+          covered += (covered.empty() ? "" : ", ") + e.mount_point.substr(root.size());
+      if (!covered.empty())
+        return at("overlay", logic_failure(
+                               "the host directory " + m.source + " (writable at " + m.target +
+                               ") has mounts below it (" + covered +
+                               "): it cannot be overlaid, which would show the files they "
+                               "cover; grant write below them or on no mounted directory"));
       const std::string layer = uppers + "/" + std::to_string(overlay_count++);
       for (const std::string& d : {layer, layer + "/upper", layer + "/work"})
         if (::mkdir(d.c_str(), 0755) != 0)
@@ -346,7 +373,8 @@ outcome<root_report> build_root(const root_spec& spec) {
     if (m.listed)
       report.mounted.push_back(
         m.target + (m.device    ? std::string(" (device bind, inode read-only)")
-                    : m.overlay ? std::string(" (bind ro + overlay: writes kept in the sandbox)")
+                    : overlaid  ? std::string(" (bind ro + overlay: writes kept in the sandbox)")
+                    : m.overlay ? std::string(" (bind ro: a file, not overlaid)")
                                 : std::string(" (bind ") + (m.writable ? "rw" : "ro") + ")"));
     else
       ++unlisted;

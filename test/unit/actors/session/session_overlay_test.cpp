@@ -1,131 +1,17 @@
 #include <boost/test/unit_test.hpp>
 
-#include <sys/stat.h>
+#include <sys/mount.h>
 #include <unistd.h>
 
-#include <chrono>
-#include <cstdlib>
-#include <filesystem>
 #include <fstream>
-#include <sstream>
-#include <string>
 
-#include "actors/policy/engine/policy_loader.hpp"
-#include "actors/policy/engine/policy_parser.hpp"
-#include "actors/pool/pool_policy.hpp"
-#include "actors/session/session_actor.hpp"
-#include "actors/session/workspace_store.hpp"
-#include "support/pool_fixture.hpp"
+#include "support/session_overlay_fixture.hpp"
+#include "support/skip.hpp"
 
 using namespace castellan;
 using namespace std::chrono_literals;
 
-namespace {
-
-/// A host directory outside the sandbox's default root (so that a policy
-/// rule on it binds it), with one file in it, removed at the end.
-struct host_dir {
-  std::string path;
-  host_dir() {
-    std::string tmpl = "/var/tmp/castellan-overlay-XXXXXX";
-    BOOST_REQUIRE(::mkdtemp(tmpl.data()) != nullptr);
-    path = tmpl;
-    // Writable for the sandbox's user: without the overlay its writes
-    // would land here (the control case checks that they do).
-    BOOST_REQUIRE(::chmod(path.c_str(), 0777) == 0);
-    // A file of the sandbox's own host ids, as a directory made writable
-    // for it has them (host_permissions.hpp), and one of root's that it may
-    // write too.
-    auto owner = sandbox_owner();
-    BOOST_REQUIRE(owner);
-    std::ofstream(path + "/kept.txt") << "host";
-    BOOST_REQUIRE(::chown((path + "/kept.txt").c_str(), owner->uid, owner->gid) == 0);
-    std::ofstream(path + "/roots.txt") << "root";
-    BOOST_REQUIRE(::chmod((path + "/roots.txt").c_str(), 0666) == 0);
-  }
-  ~host_dir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path, ec);
-  }
-  std::string read(const std::string& name) const {
-    std::ifstream in(path + "/" + name);
-    std::stringstream s;
-    s << in.rdbuf();
-    return s.str();
-  }
-  bool has(const std::string& name) const {
-    struct stat st {};
-    return ::lstat((path + "/" + name).c_str(), &st) == 0;
-  }
-};
-
-struct overlay_fixture : test::pool_fixture {
-  host_dir host;
-
-  /// The default policy plus read and write on the host directory.
-  pool_config writable_pool() {
-    auto pc = test_pool(1);
-    pc.mode = exec_mode::shared;
-    pc.sandbox.tmp_size_bytes = 8u << 20;
-    const std::string dir = test::source_dir() + "/policies";
-    auto doc = policy::parse_policy(
-      R"({"version": 1, "extends": ["default"], "fs": {"rules": [{"action": "allow", "path": ")" +
-        host.path +
-        R"(", "perms": ["read_file", "write_file", "read_dir", "write_dir", "truncate"]}]}})",
-      "pool.json");
-    BOOST_REQUIRE_MESSAGE(doc, (doc ? "" : "policy errors"));
-    auto merged = policy::resolve_extends(*doc, dir, dir);
-    BOOST_REQUIRE_MESSAGE(merged, (merged ? "" : "extends errors"));
-    auto ok = apply_policy(*merged, pc);
-    BOOST_REQUIRE_MESSAGE(ok, (ok ? "" : ok.error().describe()));
-    return pc;
-  }
-
-  session_actor start_session(const pool_config& base, const std::string& id) {
-    session_config sc;
-    sc.info.id = id;
-    sc.info.pool = "base";
-    sc.info.idle_ttl_ms = 600'000;
-    sc.info.max_lifetime_ms = 600'000;
-    sc.worker = session_worker_config(base, sc.info);
-    auto s = spawn_session(sys, std::move(sc));
-    BOOST_REQUIRE_MESSAGE(s, (s ? "" : s.error().describe()));
-    bool ready = false;
-    self->request(*s, 60s, ready_atom::value)
-      .receive([&](session_info&) { ready = true; },
-               [&](caf::error& err) { BOOST_FAIL("session not ready: " << sys.render(err)); });
-    BOOST_REQUIRE(ready);
-    sessions.push_back(*s);
-    return *s;
-  }
-
-  void destroy(const session_actor& s) {
-    bool done = false;
-    self->request(s, 30s, destroy_atom::value)
-      .receive([&](session_stats&) { done = true; },
-               [&](caf::error& err) { BOOST_FAIL("destroy: " << sys.render(err)); });
-    BOOST_REQUIRE(done);
-  }
-
-  exec_result run(const session_actor& s, const std::string& code) {
-    auto r = exec_code(s, code);
-    BOOST_TEST_INFO("stdout: " << r.stdout_data << "\nstderr: " << r.stderr_data
-                               << "\nerror: " << to_string(r.error) << " " << r.detail << " "
-                               << r.exception.type << ": " << r.exception.message);
-    return r;
-  }
-
-  ~overlay_fixture() {
-    for (auto& s : sessions)
-      caf::anon_send(s, destroy_atom::value);
-  }
-
-  std::vector<session_actor> sessions;
-};
-
-} // namespace
-
-BOOST_FIXTURE_TEST_SUITE(session_overlay_tests, overlay_fixture)
+BOOST_FIXTURE_TEST_SUITE(session_overlay_tests, test::overlay_fixture)
 
 BOOST_AUTO_TEST_CASE(a_stateless_pool_writes_the_host_directory_the_policy_grants) {
   // The control: the same policy outside a session writes the host's files,
@@ -191,6 +77,44 @@ BOOST_AUTO_TEST_CASE(a_file_of_ids_outside_the_sandbox_cannot_be_copied_up) {
   BOOST_REQUIRE(r.error == error_class::ok);
   BOOST_TEST(r.stdout_data == "root\nEOVERFLOW\n");
   BOOST_TEST(host.read("roots.txt") == "root");
+}
+
+BOOST_AUTO_TEST_CASE(a_file_the_policy_makes_writable_is_bound_read_only) {
+  // An overlay covers directories: a session granted write on one host file
+  // gets it read-only (the pool writes it; the session never does).
+  auto s = start_session(writable_pool(host.path + "/kept.txt"), "s-00000000000000a6");
+  auto r = run(s, "import errno\n"
+                  "print(open('" + host.path + "/kept.txt').read())\n"
+                  "try:\n"
+                  "    open('" + host.path + "/kept.txt', 'w').write('session')\n"
+                  "except OSError as e:\n"
+                  "    print(errno.errorcode[e.errno])\n");
+  BOOST_REQUIRE(r.error == error_class::ok);
+  BOOST_TEST(r.stdout_data == "host\nEROFS\n");
+  BOOST_TEST(host.read("kept.txt") == "host");
+}
+
+BOOST_AUTO_TEST_CASE(a_directory_with_mounts_below_it_is_not_overlaid) {
+  // The overlay's lower layer would be the directory's own file system and
+  // show what a mount below it covers on the host (a service's PrivateTmp=
+  // over /var/tmp, say): the session is refused, naming the mount.
+  if (::geteuid() != 0) {
+    test::skip("mounting over the host directory needs root");
+    return;
+  }
+  const std::string covered = host.path + "/covered";
+  BOOST_REQUIRE(::mkdir(covered.c_str(), 0755) == 0);
+  std::ofstream(covered + "/hidden") << "hidden by the mount";
+  BOOST_REQUIRE(::mount("castellan-test", covered.c_str(), "tmpfs", 0, "size=1m") == 0);
+  struct unmount {
+    std::string path;
+    ~unmount() { ::umount2(path.c_str(), MNT_DETACH); }
+  } guard{covered};
+  auto s = try_start_session(writable_pool(), "s-00000000000000a7");
+  BOOST_REQUIRE(!s);
+  const std::string why = sys.render(s.error());
+  BOOST_TEST_INFO(why);
+  BOOST_TEST(why.find("has mounts below it (" + covered + ")") != std::string::npos);
 }
 
 BOOST_AUTO_TEST_CASE(the_overlay_is_size_limited_and_the_session_goes_on) {
