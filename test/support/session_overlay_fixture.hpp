@@ -97,7 +97,7 @@ struct overlay_fixture : pool_fixture {
     sc.info.pool = "base";
     sc.info.idle_ttl_ms = 600'000;
     sc.info.max_lifetime_ms = 600'000;
-    sc.worker = session_worker_config(base, sc.info);
+    sc.worker = session_worker_config(base, sc.info, nullptr);
     auto s = spawn_session(sys, std::move(sc));
     BOOST_REQUIRE_MESSAGE(s, (s ? "" : s.error().describe()));
     sessions.push_back(*s);

@@ -12,8 +12,10 @@ trace and profile hooks, the warning filters and the recursion limit.
 """
 
 import builtins
+import io
 import types
 
+import castellan_whole_file_writes
 from castellan_shared_mode import SharedMode
 
 
@@ -26,6 +28,9 @@ class SessionMode(SharedMode):
     def _main_module(self):
         """The session's __main__, made by its first CODE."""
         if self._session_main is None:
+            # Files of /workspace written whole or not at all, should an
+            # exec be killed while it writes one (castellan_whole_file_writes).
+            castellan_whole_file_writes.install(io, builtins)
             main = types.ModuleType("__main__")
             main.__dict__["__builtins__"] = builtins
             self._session_main = main

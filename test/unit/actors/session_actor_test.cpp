@@ -723,4 +723,58 @@ BOOST_AUTO_TEST_CASE(another_owners_session_is_answered_as_none) {
   destroy(s.id);
 }
 
+BOOST_AUTO_TEST_CASE(a_timeout_while_a_workspace_file_is_written_leaves_its_old_content) {
+  if (auto why = test::workspace_kernel_lacks())
+    return test::skip(*why);
+  test::temp_dir tmp;
+  test::mount_sweeper sweeper{tmp.path.string()};
+  start_with_store(tmp.file("workspaces"));
+  auto made = ws_create("data", 64u << 20);
+  BOOST_REQUIRE_MESSAGE(made, (made ? "" : describe(made.error(), sys)));
+  session_options opts;
+  opts.workspace = "data";
+  auto s = create(opts);
+  // The modes of open() keep their meaning: append and update start from
+  // the file, 'x' refuses an existing one.
+  auto first = run_code(s.id, "import os, pathlib\n"
+                              "open('big.bin', 'wb').write(b'old' * 1000)\n"
+                              "with open('log.txt', 'w') as f: f.write('a')\n"
+                              "os.chmod('log.txt', 0o640)\n"
+                              "with open('log.txt', 'a') as f: f.write('b')\n"
+                              "with open('log.txt', 'r+') as f: f.write('A')\n"
+                              "pathlib.Path('p.txt').write_text('path')\n"
+                              "try:\n"
+                              "    open('log.txt', 'x')\n"
+                              "except FileExistsError:\n"
+                              "    print('exists')\n"
+                              "print(open('log.txt').read(), open('p.txt').read(), "
+                              "os.stat('big.bin').st_size, oct(os.stat('log.txt').st_mode & 0o777))\n");
+  BOOST_TEST(first.exit_code == 0, first.stderr_data);
+  BOOST_TEST(first.stdout_data == "exists\nAb path 3000 0o640\n");
+  // Killed by its timeout while it writes the file (8 MiB written, the
+  // rest never comes).
+  exec_request slow;
+  slow.code = "import time\n"
+              "f = open('big.bin', 'wb')\n"
+              "for _ in range(8):\n"
+              "    f.write(b'new' * (1 << 20))\n"
+              "f.flush()\n"
+              "print('written', flush=True)\n"
+              "time.sleep(60)\n";
+  slow.timeout_ms = 3000;
+  auto killed = try_exec(s.id, slow);
+  BOOST_REQUIRE(killed);
+  BOOST_TEST((killed->error == error_class::timeout));
+  BOOST_TEST(killed->stdout_data == "written\n");
+  destroy(s.id);
+  // The next session finds the old content, and nothing else.
+  auto next = create(opts);
+  auto after = run_code(next.id, "import os\n"
+                                 "print(open('big.bin', 'rb').read() == b'old' * 1000, "
+                                 "sorted(os.listdir('.')))\n");
+  BOOST_TEST(after.exit_code == 0, after.stderr_data);
+  BOOST_TEST(after.stdout_data == "True ['big.bin', 'log.txt', 'lost+found', 'p.txt']\n");
+  destroy(next.id);
+}
+
 BOOST_AUTO_TEST_SUITE_END()
