@@ -158,7 +158,7 @@ _HARNESS_MODULES = ("castellan_runtime.py", "castellan_plumbing.py", "castellan_
                     "castellan_shared_mode.py", "castellan_command_mode.py",
                     "castellan_fork_mode.py", "castellan_zygote.py", "castellan_wire.py",
                     "castellan_tighten.py", "castellan_setup.py", "castellan_files.py",
-                    "castellan_session_mode.py")
+                    "castellan_session_mode.py", "castellan_whole_file_writes.py")
 _DIR = os.path.dirname(__file__)
 
 #: Frames from these files are the harness's, never shown in a traceback, and

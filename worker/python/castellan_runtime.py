@@ -30,7 +30,8 @@ for the mode it is started in (harness_class):
 
 - castellan_shared_mode, castellan_command_mode: CODE in the harness itself
   and COMMAND as its subprocess (reuse and oneshot modes);
-- castellan_session_mode (with castellan_command_mode): session mode;
+- castellan_session_mode (with castellan_command_mode): session mode, and
+  castellan_whole_file_writes, its whole-file writes below /workspace;
 - castellan_fork_mode, castellan_zygote: fork mode, the harness's side and
   the zygote's and exec's process's side (imported by the zygote, after
   the fork: the harness never runs it).
