@@ -1,41 +1,12 @@
 #include "actors/api/audit_params.hpp"
 
+#include "actors/api/percent_decoding.hpp"
 #include "actors/audit/audit_kind.hpp"
 #include "actors/audit/audit_query.hpp"
 
 namespace castellan::api {
 
 namespace {
-
-int hex_value(char c) {
-  if (c >= '0' && c <= '9')
-    return c - '0';
-  if (c >= 'a' && c <= 'f')
-    return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F')
-    return c - 'A' + 10;
-  return -1;
-}
-
-/// Percent-decodes `text`; false on a malformed escape.
-bool percent_decode(std::string_view text, std::string& out) {
-  out.clear();
-  for (std::size_t i = 0; i < text.size(); ++i) {
-    if (text[i] != '%') {
-      out += text[i];
-      continue;
-    }
-    if (i + 2 >= text.size())
-      return false;
-    const int hi = hex_value(text[i + 1]);
-    const int lo = hex_value(text[i + 2]);
-    if (hi < 0 || lo < 0)
-      return false;
-    out += static_cast<char>(hi * 16 + lo);
-    i += 2;
-  }
-  return true;
-}
 
 api_error bad(std::string field, std::string message) {
   api_error e;

@@ -9,6 +9,7 @@
 
 #include "actors/api/api_actor.hpp"
 #include "actors/api/api_error.hpp"
+#include "actors/api/percent_decoding.hpp"
 #include "actors/audit/rfc3339.hpp"
 #include "actors/errors.hpp"
 #include "actors/session/session_files.hpp"
@@ -31,36 +32,6 @@ http_response json_response(unsigned status, std::string body) {
 
 http_response bad(unsigned status, std::string_view code, const std::string& message) {
   return json_response(status, error_body(code, message));
-}
-
-int hex_value(char c) {
-  if (c >= '0' && c <= '9')
-    return c - '0';
-  if (c >= 'a' && c <= 'f')
-    return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F')
-    return c - 'A' + 10;
-  return -1;
-}
-
-/// Percent-decodes a URL path or query part; false on a bad escape.
-bool percent_decode(std::string_view in, std::string& out) {
-  out.clear();
-  for (std::size_t i = 0; i < in.size(); ++i) {
-    if (in[i] != '%') {
-      out += in[i];
-      continue;
-    }
-    if (i + 2 >= in.size())
-      return false;
-    const int hi = hex_value(in[i + 1]);
-    const int lo = hex_value(in[i + 2]);
-    if (hi < 0 || lo < 0)
-      return false;
-    out += static_cast<char>(hi * 16 + lo);
-    i += 2;
-  }
-  return true;
 }
 
 std::string octal(uint32_t mode) {
